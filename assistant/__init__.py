@@ -1,0 +1,1 @@
+"""Read a pasted training log: metrics, anomalies, tracebacks, config and environment (no model)."""

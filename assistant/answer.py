@@ -1,0 +1,168 @@
+"""The composed answer: deterministic text built from the matched articles and the user's signals.
+
+This is always shown. The LLM (assistant.generator) may add a short tailored summary in front.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kb.articles import Snippet
+from kb.retrieval import Hit
+from kb.text import has_cjk
+
+HEADINGS = {
+    "en": {
+        "diagnosis": "Diagnosis",
+        "also": "Also possible",
+        "cause": "Why it happens",
+        "fix": "Fix",
+        "confirm": "How to confirm",
+        "snippet": "Snippet",
+        "sources": "Sources",
+        "evidence": "Evidence",
+        "none": "No known case matches this report.",
+        "nearest": "Nearest cases (none is a confident match)",
+        "add": (
+            "If this is a real training failure kb should know, add an article: copy an existing "
+            "file in articles/, follow docs/ARTICLE_FORMAT.md, then run `kb validate` and `kb index`."
+        ),
+        "needs": "To diagnose this, paste:",
+        "confidence": "confidence",
+    },
+    "zh": {
+        "diagnosis": "诊断",
+        "also": "也可能是",
+        "cause": "原因",
+        "fix": "解决方法",
+        "confirm": "如何确认",
+        "snippet": "代码片段",
+        "sources": "参考来源",
+        "evidence": "依据",
+        "none": "知识库中没有与该报告匹配的已知案例。",
+        "nearest": "最接近的案例（都不是可靠匹配）",
+        "add": (
+            "如果这是 kb 应该知道的训练故障，请添加一篇文章：参考 articles/ 中的现有文件和 "
+            "docs/ARTICLE_FORMAT.md，然后运行 `kb validate` 和 `kb index`。"
+        ),
+        "needs": "要诊断这个问题，请贴出：",
+        "confidence": "置信度",
+    },
+}
+
+NEEDS_TEXT = {
+    "en": {
+        "traceback": "the full traceback, down to the last line with the exception type and message",
+        "metrics": "the metric lines of the log ({'loss': ..., 'grad_norm': ...}) or trainer_state.json",
+        "command": "the launch command or config file (YAML / TrainingArguments / DeepSpeed JSON)",
+        "versions": 'versions: pip list | grep -E "torch|transformers|trl|peft|deepspeed|accelerate"',
+    },
+    "zh": {
+        "traceback": "完整的报错堆栈（一直到最后一行的异常类型和信息）",
+        "metrics": "日志里的指标行（{'loss': ..., 'grad_norm': ...}）或 trainer_state.json",
+        "command": "启动命令或配置文件（YAML / TrainingArguments / DeepSpeed JSON）",
+        "versions": '版本信息：pip list | grep -E "torch|transformers|trl|peft|deepspeed|accelerate"',
+    },
+}
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    snippets: list[Snippet] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    language: str = "en"
+    llm_text: str = ""  # the model's tailored summary, empty when not used or rejected
+    llm_note: str = ""  # why the LLM text is absent ("--no-llm", "guard: invented key ...")
+
+    def to_dict(self) -> dict:
+        return {
+            "text": self.text,
+            "snippets": [s.to_dict() for s in self.snippets],
+            "sources": self.sources,
+            "language": self.language,
+            "llm_text": self.llm_text,
+            "llm_note": self.llm_note,
+        }
+
+
+def answer_language(query: str) -> str:
+    """zh when the user wrote Chinese (a few CJK characters beside an English traceback count)."""
+    cjk = sum(1 for ch in query[:4000] if "\u4e00" <= ch <= "\u9fff")
+    return "zh" if cjk >= 2 or (cjk and has_cjk(query) and len(query) < 40) else "en"
+
+
+def compose_answer(
+    hits: list[Hit],
+    abstained: bool,
+    language: str,
+    needs: list[str],
+    snippets: list[Snippet] | None = None,
+) -> Answer:
+    h = HEADINGS[language]
+    lines: list[str] = []
+    if needs:
+        lines.append(h["needs"])
+        lines.extend(f"- {NEEDS_TEXT[language][n]}" for n in needs)
+        lines.append("")
+    if abstained or not hits:
+        lines.append(h["none"])
+        if hits:
+            lines.append(f"{h['nearest']}:")
+            for hit in hits[:3]:
+                lines.append(f"- {_title(hit, language)} [{hit.article.id}, {hit.article.failure_mode}]")
+        lines.append("")
+        lines.append(h["add"])
+        return Answer("\n".join(lines).strip(), [], [], language, "", "")
+
+    top = hits[0]
+    article = top.article
+    lines.append(f"## {h['diagnosis']}: {_title(top, language)}")
+    lines.append(f"[{article.failure_mode}] {h['confidence']} {top.confidence:.0%}")
+    if top.evidence:
+        lines.append(f"{h['evidence']}: " + "; ".join(top.evidence[:3]))
+    lines.append("")
+    lines.append(f"### {h['cause']}")
+    lines.append(_cause(top, language))
+    lines.append("")
+    lines.append(f"### {h['fix']}")
+    fix_steps = article.zh.get("fix") if language == "zh" and article.zh.get("fix") else article.fix
+    lines.extend(f"{i}. {step}" for i, step in enumerate(fix_steps, 1))
+    if article.confirm:
+        lines.append("")
+        lines.append(f"### {h['confirm']}")
+        lines.extend(f"- {c}" for c in article.confirm)
+    chosen = snippets if snippets is not None else article.snippets[:1]
+    for snippet in chosen:
+        lines.append("")
+        lines.append(f"### {h['snippet']} ({snippet.target})")
+        lines.append(f"```{snippet.language}\n{snippet.code.rstrip()}\n```")
+    others = [hit for hit in hits[1:3] if hit.confidence >= top.confidence * 0.85]
+    if others:
+        lines.append("")
+        lines.append(f"### {h['also']}")
+        for hit in others:
+            first_fix = _fix_steps(hit, language)[:1]
+            lines.append(f"- {_title(hit, language)} [{hit.article.failure_mode}]: " + " ".join(first_fix))
+    lines.append("")
+    lines.append(f"### {h['sources']}")
+    lines.extend(f"- {url}" for url in article.sources)
+    return Answer("\n".join(lines).strip(), list(chosen), list(article.sources), language, "", "")
+
+
+def _title(hit: Hit, language: str) -> str:
+    if language == "zh" and hit.article.zh.get("title"):
+        return hit.article.zh["title"]
+    return hit.article.title
+
+
+def _cause(hit: Hit, language: str) -> str:
+    if language == "zh" and hit.article.zh.get("cause"):
+        return hit.article.zh["cause"]
+    return hit.article.cause
+
+
+def _fix_steps(hit: Hit, language: str) -> list[str]:
+    if language == "zh" and hit.article.zh.get("fix"):
+        return hit.article.zh["fix"]
+    return hit.article.fix

@@ -1,0 +1,88 @@
+"""Guard for generated text: every config name must be real, and the fix must not be contradicted."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from kb.articles import Article
+from kb.namelists import all_known_names
+from kb.retrieval import Hit
+
+# `name=value`, `name: value` (YAML), `--flag`: the forms a config name takes in an answer.
+_ASSIGN = re.compile(
+    r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(True|False|true|false|None|-?[\d.]+(?:e[+-]?\d+)?"
+    r"|\"[^\"\n]*\"|'[^'\n]*'|[A-Za-z_][\w.]*)"
+)
+_YAML = re.compile(r"^\s*([a-z_][a-z0-9_]*):\s*(\S+)\s*$", re.MULTILINE)
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9_]*(?:[-_][a-z0-9]+)*)(?:[ =]+(\S+))?")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Names that are not configuration: plain code variables a correct answer may show.
+_CODE_WORDS = frozenset({"model", "tokenizer", "trainer", "args", "config", "name", "x", "i"})
+
+
+@dataclass(frozen=True)
+class NameUse:
+    name: str
+    value: str | None  # as written, None for a bare flag
+
+
+def name_uses(text: str) -> list[NameUse]:
+    uses = [NameUse(m.group(1), m.group(2)) for m in _ASSIGN.finditer(text)]
+    uses += [NameUse(m.group(1), m.group(2)) for m in _YAML.finditer(text)]
+    uses += [NameUse(m.group(1).replace("-", "_"), m.group(2)) for m in _FLAG.finditer(text)]
+    return uses
+
+
+@functools.lru_cache(maxsize=512)
+def _article_names(article: Article) -> frozenset[str]:
+    parts = [article.title, article.cause, *article.fix, *article.confirm, *article.conditions,
+             *article.symptoms, *(s.code for s in article.snippets), *article.sections.values()]
+    return frozenset(_IDENT.findall("\n".join(parts)))
+
+
+def known_names(hits: list[Hit]) -> frozenset[str]:
+    names = set(all_known_names())
+    for hit in hits:
+        names |= _article_names(hit.article)
+    return frozenset(names)
+
+
+def invented_names(text: str, hits: list[Hit]) -> list[str]:
+    """Config names in `text` that neither the libraries nor the retrieved articles know."""
+    known = known_names(hits)
+    out = []
+    for use in name_uses(text):
+        if use.name in _CODE_WORDS or use.name.lower() in known or use.name in known:
+            continue
+        out.append(use.name)
+    return sorted(set(out))
+
+
+def _norm_value(value: str | None) -> str | None:
+    if value is None:
+        return None
+    v = value.strip().strip("\"'").rstrip(",").lower()
+    return {"1": "true", "0": "false"}.get(v, v)
+
+
+def contradictions(text: str, article: Article) -> list[str]:
+    """Values in `text` that differ from the value the article's snippets give the same name."""
+    expected: dict[str, str] = {}
+    for snippet in article.snippets:
+        for use in name_uses(snippet.code):
+            value = _norm_value(use.value)
+            if value in ("true", "false"):
+                expected.setdefault(use.name, value)
+    problems = []
+    for use in name_uses(text):
+        value = _norm_value(use.value)
+        want = expected.get(use.name)
+        if want and value in ("true", "false") and value != want:
+            problems.append(f"{use.name}={use.value} contradicts the case ({use.name}={want})")
+    # A bare "enable X" / "use X" for a precision the case turns off.
+    for name, want in expected.items():
+        if want == "false" and re.search(rf"\b(enable|use|set)\s+`?{re.escape(name)}\b", text, re.I):
+            problems.append(f"suggests enabling {name}, which the case turns off")
+    return sorted(set(problems))

@@ -1,0 +1,142 @@
+"""Metric parsing for one log line: Trainer dicts, JSON records, tqdm postfixes, plain text."""
+
+from __future__ import annotations
+
+import re
+
+_NUM = r"(?:[-+]?(?:inf(?:inity)?|nan)|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+# 'loss': 0.5 | "loss": NaN | 'grad_norm': tensor(1.2, device='cuda:0') | 'acc': np.float64(0.5)
+_PAIR = re.compile(
+    r"""['"]([^'"\n]{1,80})['"]\s*:\s*(?:[A-Za-z_][\w.]{0,30}\()?\s*['"]?(""" + _NUM + ")",
+    re.IGNORECASE,
+)
+_SWIFT_STEP = re.compile(r"""global_step(?:/max_steps)?['"]\s*:\s*['"]?(\d+)""")
+# tqdm: " 12%|█▏   | 120/1000 [01:02<07:40,  1.91it/s, loss=0.693, lr=1e-5]"
+_PROGRESS = re.compile(r"(\d+)/(\d+) \[")
+_POSTFIX = re.compile(r"([A-Za-z_][\w/.]{0,60})=\s*(" + _NUM + ")", re.IGNORECASE)
+# plain: "step 10 loss 0.53", "Step 10/100 | loss: 0.53", "iter 100: loss 2.31", Megatron, verl
+_STEP = re.compile(
+    r"(?<![\w/])(?:global[_ ]step|step|iter(?:ation)?|it)s?\s*[:=#]?\s*\[?\s*(\d+)", re.IGNORECASE
+)
+_PLAIN_PAIR = re.compile(
+    r"(?<![\w/.])([A-Za-z][\w/@.\-]{0,60}(?: (?:loss|norm|scale|rate))?)\s*(?:[:=]\s*|\s+)("
+    + _NUM
+    + r")(?![\w.])",
+    re.IGNORECASE,
+)
+_PLAIN_METRIC = re.compile(r"loss|norm|lr$|learning_rate|reward|kl|acc|ppl|perplexity|entropy|score")
+
+_ALIASES = {
+    "lr": "learning_rate",
+    "lm_loss": "loss",
+    "train_loss_step": "loss",
+    "grad-norm": "grad_norm",
+    "gradnorm": "grad_norm",
+    "grad_norm_total": "grad_norm",
+    "loss-scale": "loss_scale",
+    "eval/loss": "eval_loss",
+}
+# Keys in Trainer/swift dicts that are bookkeeping, not training signals.
+_SKIP = {
+    "epoch", "step", "global_step", "global_step/max_steps", "total_flos", "percentage",
+    "elapsed_time", "remaining_time", "train_speed(iter/s)", "memory(gib)", "num_input_tokens_seen",
+    "num_tokens", "iteration", "iter", "it", "max_steps", "consumed_samples", "consumed samples",
+}
+_CONFIG_KEYS = ("enabled", "initial_scale_power", "loss_scale_window", "train_batch_size")
+
+
+def metric_name(key: str) -> str:
+    """Canonical series name: 'train/loss' -> 'loss', 'eval/loss' -> 'eval_loss', 'lr' -> 'learning_rate'."""
+    k = key.strip().lower().replace(" ", "_")
+    if k.startswith("train/"):
+        k = k[6:]
+    elif k.startswith("eval/"):
+        k = "eval_" + k[5:]
+    return _ALIASES.get(k, k)
+
+
+def _keep(name: str) -> bool:
+    return not (
+        name in _SKIP
+        or name.endswith(("_runtime", "_per_second", "runtime", "samples_per_second"))
+        or name.startswith(("train_steps", "train_samples"))
+    )
+
+
+def parse_record(line: str) -> tuple[int | None, dict[str, float]] | None:
+    """Metrics in a python-dict or JSON record, with the step if the record carries one.
+
+    "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.1}"
+        -> (None, {"loss": 0.0, "grad_norm": nan, "learning_rate": 2e-05})
+    '{"train/loss": 1.19e+34, "step": 12}' -> (12, {"loss": 1.19e+34})
+    A DeepSpeed fp16 config block ("loss_scale": 0, "enabled": true) is not a record.
+    """
+    pairs = _PAIR.findall(line)
+    if not pairs:
+        return None
+    step: int | None = None
+    values: dict[str, float] = {}
+    keys = set()
+    for key, raw in pairs:
+        name = metric_name(key)
+        keys.add(name)
+        if name in ("step", "global_step"):
+            step = _int(raw)
+            continue
+        if _keep(name):
+            values[name] = float(raw)
+    if any(k in keys for k in _CONFIG_KEYS):
+        return None
+    if step is None and "global_step" in line:
+        m = _SWIFT_STEP.search(line)
+        step = int(m.group(1)) if m else None
+    if not values or not any(_PLAIN_METRIC.search(k) for k in values):
+        return None
+    return step, values
+
+
+def parse_progress(line: str) -> tuple[int, int, dict[str, float]] | None:
+    """A tqdm bar: (done, total, postfix metrics).
+
+    " 40%|████      | 40/100 [00:10<00:15, 3.9it/s, loss=0.693, lr=1e-05]"
+        -> (40, 100, {"loss": 0.693, "learning_rate": 1e-05})
+    """
+    m = _PROGRESS.search(line)
+    if not m:
+        return None
+    values: dict[str, float] = {}
+    tail = line[m.end():]
+    if "=" in tail:
+        for key, raw in _POSTFIX.findall(tail):
+            name = metric_name(key)
+            if _keep(name):
+                values[name] = float(raw)
+    return int(m.group(1)), int(m.group(2)), values
+
+
+def parse_plain(line: str) -> tuple[int | None, dict[str, float]] | None:
+    """A free-text metric line with a step counter.
+
+    "Step 10/100 | loss: 0.53 | lr: 2e-5" -> (10, {"loss": 0.53, "learning_rate": 2e-05})
+    "iter 100: loss 2.31" -> (100, {"loss": 2.31})
+    " iteration 300/ 1000 | lm loss: 2.310E+00 | loss scale: 1.0 |" -> (300, {"loss": 2.31, ...})
+    "step:10 - actor/pg_loss:0.12 - critic/score/mean:0.5" -> (10, {"actor/pg_loss": 0.12, ...})
+    """
+    m = _STEP.search(line)
+    if not m:
+        return None
+    values: dict[str, float] = {}
+    for key, raw in _PLAIN_PAIR.findall(line):
+        name = metric_name(key)
+        if _keep(name) and _PLAIN_METRIC.search(name):
+            values[name] = float(raw)
+    if not values:
+        return None
+    return int(m.group(1)), values
+
+
+def _int(raw: str) -> int | None:
+    try:
+        return int(float(raw))
+    except (ValueError, OverflowError):
+        return None

@@ -1,0 +1,183 @@
+"""The ask pipeline shared by the CLI, the web app and the HTTP API: read, retrieve, answer."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from assistant.answer import Answer, answer_language, compose_answer
+from assistant.logs import analyze
+from assistant.needs import missing_info
+from assistant.redact import redact
+from assistant.reduce import reduce_log
+from assistant.signals import LogSignals
+from assistant.tailor import tailor_snippets
+from kb.errors import BadInput
+from kb.retrieval import Hit, QueryContext, Retriever
+from kb.settings import Settings
+
+# Retrieval sees at most this much of a paste; the analyzer has already read all of it.
+RETRIEVAL_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class AskResult:
+    query: str
+    abstained: bool
+    hits: list[Hit]
+    answer: Answer
+    signals: LogSignals
+    needs: list[str] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "query": self.query,
+            "abstained": self.abstained,
+            "hits": [h.to_dict() for h in self.hits],
+            "answer": self.answer.to_dict(),
+            "signals": self.signals.to_dict(),
+            "needs": self.needs,
+        }
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything up to the answer text: what the LLM prompt and the composed answer share."""
+
+    query: str  # redacted, what the user is shown back
+    signals: LogSignals
+    hits: list[Hit]
+    abstained: bool
+    needs: list[str]
+    language: str
+    composed: Answer
+    timings_ms: dict[str, float]
+
+
+class Assistant:
+    """Holds the index, the embedder and (lazily) the LLM: load once per process, ask many times."""
+
+    def __init__(self, settings: Settings, retriever: Retriever | None = None):
+        self.settings = settings
+        self._retriever = retriever
+        self._generator = None
+        self._lock = threading.Lock()
+
+    @property
+    def retriever(self) -> Retriever:
+        with self._lock:
+            if self._retriever is None:
+                from kb.embedding import load_embedder
+                from kb.index import open_index
+
+                index = open_index(self.settings)
+                self._retriever = Retriever(index, load_embedder(index.manifest.embedder))
+            return self._retriever
+
+    def search(self, text: str, k: int | None = None) -> list[Hit]:
+        text = _check_text(text, self.settings.max_input_bytes)
+        return self.retriever.search(redact(text)[:RETRIEVAL_CHARS], k or self.settings.top_k)
+
+    def prepare(self, text: str, k: int | None = None, use_signals: bool = True) -> Prepared:
+        text = _check_text(text, self.settings.max_input_bytes)
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        clean = redact(text)
+        signals = analyze(clean)
+        timings["analyze"] = (time.perf_counter() - t0) * 1000
+        query = reduce_log(clean, signals, max_chars=RETRIEVAL_CHARS)
+        context = (
+            QueryContext(
+                phrases=tuple(signals.evidence_phrases()),
+                stage=signals.stage,
+                framework=signals.framework,
+            )
+            if use_signals
+            else QueryContext()
+        )
+        t1 = time.perf_counter()
+        hits = self.retriever.search(query, k or self.settings.top_k, context)
+        timings["retrieve"] = (time.perf_counter() - t1) * 1000
+        abstained = not hits or hits[0].confidence < self.settings.abstain_threshold
+        needs = missing_info(clean, signals)
+        language = answer_language(text)
+        snippets = tailor_snippets(hits[0].article, signals) if hits and not abstained else []
+        composed = compose_answer(hits, abstained, language, needs, snippets)
+        return Prepared(clean, signals, hits, abstained, needs, language, composed, timings)
+
+    def ask(self, text: str, k: int | None = None, use_llm: bool = True) -> AskResult:
+        prepared = self.prepare(text, k)
+        answer = prepared.composed
+        if use_llm and not prepared.abstained:
+            answer = self._with_llm(prepared, on_token=None)
+        elif not use_llm:
+            answer = _note(answer, "LLM not used (--no-llm)")
+        return _result(prepared, answer)
+
+    def stream(self, text: str, k: int | None = None, use_llm: bool = True) -> Iterator[object]:
+        """Yield the Prepared first, then LLM text pieces (str), then the final AskResult."""
+        prepared = self.prepare(text, k)
+        yield prepared
+        answer = prepared.composed
+        if use_llm and not prepared.abstained:
+            answer = yield from self._stream_llm(prepared)
+        elif not use_llm:
+            answer = _note(answer, "LLM not used (--no-llm)")
+        yield _result(prepared, answer)
+
+    # --- LLM ----------------------------------------------------------------------------
+    def generator(self):
+        with self._lock:
+            if self._generator is None:
+                from assistant.generator import load_generator
+
+                self._generator = load_generator(self.settings)
+            return self._generator
+
+    def _with_llm(self, prepared: Prepared, on_token) -> Answer:
+        pieces = self._stream_llm(prepared)
+        while True:
+            try:
+                piece = next(pieces)
+            except StopIteration as stop:
+                return stop.value or prepared.composed
+            if on_token is not None:
+                on_token(piece)
+
+    def _stream_llm(self, prepared: Prepared):
+        """Yields text pieces; returns the final Answer (LLM text kept or dropped by the guard)."""
+        from assistant.llm_answer import stream_tailored
+
+        return (yield from stream_tailored(self.generator(), prepared, self.settings))
+
+
+def _note(answer: Answer, note: str) -> Answer:
+    from dataclasses import replace
+
+    return replace(answer, llm_note=note)
+
+
+def _result(prepared: Prepared, answer: Answer) -> AskResult:
+    return AskResult(
+        query=prepared.query,
+        abstained=prepared.abstained,
+        hits=prepared.hits,
+        answer=answer,
+        signals=prepared.signals,
+        needs=prepared.needs,
+        timings_ms=prepared.timings_ms,
+    )
+
+
+def _check_text(text: str, max_bytes: int) -> str:
+    if text is None or not str(text).strip():
+        raise BadInput("the query is empty: paste an error message, a traceback or a log")
+    if len(text.encode("utf-8", "replace")) > max_bytes:
+        raise BadInput(
+            f"the input is larger than {max_bytes // (1024 * 1024)} MiB; "
+            "paste the traceback and the metric lines around the failure instead"
+        )
+    return text

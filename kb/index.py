@@ -1,0 +1,279 @@
+"""The on-disk index: chunks, vectors (FAISS), BM25 and a manifest, replaced atomically.
+
+Layout: `<index_dir>` is a symlink to a sibling `<name>.v-<hash>` directory. A rebuild writes a
+new sibling, then swaps the symlink with one rename, so a kill at any point leaves the previous
+index whole and usable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kb import __version__
+from kb.articles import Article, article_paths, load_articles
+from kb.bm25 import BM25
+from kb.chunking import Chunk, chunk_corpus
+from kb.embedding import Embedder, embedder_model_id, load_embedder
+from kb.errors import CorruptIndex, IndexNotFound, IndexStale
+from kb.settings import Settings
+from kb.vectors import VectorIndex
+
+FORMAT_VERSION = 1  # bump when chunking or file layout changes: old indexes become stale
+
+
+@dataclass(frozen=True)
+class Manifest:
+    kb_version: str
+    format_version: int
+    embedder: str
+    model_id: str
+    dim: int
+    corpus_hash: str
+    n_articles: int
+    n_chunks: int
+    vector_kind: str
+    created: float
+    files: dict[str, str]  # file name -> sha256
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class LoadedIndex:
+    manifest: Manifest
+    articles: dict[str, Article]
+    chunks: list[Chunk]
+    vectors: VectorIndex
+    bm25: BM25
+    directory: Path
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    manifest: Manifest
+    embedded: int  # chunks embedded now
+    reused: int  # chunks whose vectors came from the previous index
+    unchanged: bool  # the corpus and model were the same: nothing was rebuilt
+    seconds: float
+
+    def to_dict(self) -> dict:
+        return {
+            "index": self.manifest.to_dict(),
+            "embedded": self.embedded,
+            "reused": self.reused,
+            "unchanged": self.unchanged,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def corpus_hash(articles_dir: Path) -> str:
+    h = hashlib.sha256(f"format={FORMAT_VERSION}".encode())
+    for path in article_paths(articles_dir):
+        h.update(path.name.encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_manifest(index_dir: Path) -> Manifest:
+    path = index_dir / "manifest.json"
+    if not path.exists():
+        raise IndexNotFound(f'no index at {index_dir}; run "kb index"')
+    try:
+        return Manifest(**json.loads(path.read_text()))
+    except (ValueError, TypeError) as exc:
+        raise CorruptIndex(f'index manifest at {path} is unreadable; run "kb index"') from exc
+
+
+def _previous_vectors(index_dir: Path, model_id: str) -> dict[str, np.ndarray]:
+    """Vectors of the current index keyed by chunk hash, so unchanged chunks are not re-embedded."""
+    try:
+        manifest = read_manifest(index_dir)
+        if manifest.model_id != model_id:
+            return {}
+        keys = json.loads((index_dir / "chunk_keys.json").read_text())
+        vectors = np.load(index_dir / "vectors.npy")
+    except (OSError, ValueError, IndexNotFound, CorruptIndex):
+        return {}
+    if len(keys) != len(vectors):
+        return {}
+    return dict(zip(keys, vectors, strict=True))
+
+
+def build_index(settings: Settings, embedder: Embedder | None = None) -> BuildReport:
+    """Build (or confirm up to date) the index for settings.articles_dir at settings.index_dir."""
+    start = time.perf_counter()
+    index_dir = settings.index_dir
+    model_id = embedder.model_id if embedder else embedder_model_id(settings.embedder)
+    digest = corpus_hash(settings.articles_dir)
+    try:
+        current = read_manifest(index_dir)
+        if current.corpus_hash == digest and current.model_id == model_id and _files_ok(
+            index_dir, current
+        ):
+            return BuildReport(current, 0, 0, True, time.perf_counter() - start)
+    except (IndexNotFound, CorruptIndex):
+        pass
+
+    articles = load_articles(settings.articles_dir)
+    chunks = chunk_corpus(articles)
+    previous = _previous_vectors(index_dir, model_id)
+    keys = [c.key for c in chunks]
+    missing = [i for i, k in enumerate(keys) if k not in previous]
+    fresh = np.zeros((0, 0), np.float32)
+    if missing:
+        embedder = embedder or load_embedder(settings.embedder)
+        fresh = embedder.encode_passages([chunks[i].text for i in missing])
+    dim = fresh.shape[1] if missing else len(next(iter(previous.values())))
+    vectors = np.zeros((len(chunks), dim), np.float32)
+    for i, key in enumerate(keys):
+        if key in previous:
+            vectors[i] = previous[key]
+    if missing:
+        vectors[missing] = fresh
+
+    new_dir = index_dir.parent / f"{index_dir.name}.v-{digest[:12]}-{time.time_ns():x}"
+    tmp_dir = new_dir.with_name(new_dir.name + ".tmp")
+    tmp_dir.mkdir(parents=True, exist_ok=False)
+    try:
+        vector_index = VectorIndex.build(vectors, settings.ann_threshold)
+        np.save(tmp_dir / "vectors.npy", vectors)
+        vector_index.save(str(tmp_dir / "faiss.index"))
+        (tmp_dir / "chunks.jsonl").write_text(
+            "".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in chunks)
+        )
+        (tmp_dir / "chunk_keys.json").write_text(json.dumps(keys))
+        bm25 = BM25.from_texts([c.text for c in chunks])
+        names = ["vectors.npy", "faiss.index", "chunks.jsonl", "chunk_keys.json", *bm25.save(tmp_dir)]
+        manifest = Manifest(
+            kb_version=__version__,
+            format_version=FORMAT_VERSION,
+            embedder=settings.embedder,
+            model_id=model_id,
+            dim=int(dim),
+            corpus_hash=digest,
+            n_articles=len(articles),
+            n_chunks=len(chunks),
+            vector_kind=vector_index.kind,
+            created=time.time(),
+            files={name: _sha256(tmp_dir / name) for name in names},
+        )
+        # The manifest is written last: a directory without one is never loaded.
+        (tmp_dir / "manifest.json").write_text(json.dumps(manifest.to_dict(), indent=2))
+        _fsync_dir(tmp_dir)
+        tmp_dir.rename(new_dir)
+        _swap_symlink(index_dir, new_dir)
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    _remove_old_versions(index_dir, keep=new_dir)
+    return BuildReport(manifest, len(missing), len(chunks) - len(missing), False,
+                       time.perf_counter() - start)
+
+
+def _fsync_dir(directory: Path) -> None:
+    for path in directory.iterdir():
+        with path.open("rb") as fh:
+            os.fsync(fh.fileno())
+
+
+def _swap_symlink(link: Path, target: Path) -> None:
+    """Point `link` at `target` atomically (rename of a temporary symlink over the old one)."""
+    if link.exists() and not link.is_symlink():
+        # An index directory from before symlinks (or copied with cp -rL): move it aside first.
+        aside = link.with_name(link.name + f".v-legacy-{int(time.time())}")
+        link.rename(aside)
+    tmp_link = link.with_name(f".{link.name}.link-{os.getpid()}")
+    if tmp_link.is_symlink() or tmp_link.exists():
+        tmp_link.unlink()
+    tmp_link.symlink_to(target.name)
+    os.replace(tmp_link, link)
+
+
+def _remove_old_versions(link: Path, keep: Path) -> None:
+    for sibling in link.parent.glob(f"{link.name}.v-*"):
+        if sibling.resolve() != keep.resolve():
+            shutil.rmtree(sibling, ignore_errors=True)
+
+
+def _files_ok(index_dir: Path, manifest: Manifest) -> bool:
+    """Every file present with the checksum its manifest recorded (a damaged index is rebuilt)."""
+    try:
+        return all(_sha256(index_dir / name) == digest for name, digest in manifest.files.items())
+    except OSError:
+        return False
+
+
+def check_fresh(settings: Settings) -> Manifest:
+    """The manifest if the index matches the articles and the embedder; IndexStale otherwise."""
+    manifest = read_manifest(settings.index_dir)
+    expected_model = embedder_model_id(settings.embedder)
+    if manifest.format_version != FORMAT_VERSION:
+        raise IndexStale(f'index at {settings.index_dir} has an old format; run "kb index"')
+    if manifest.model_id != expected_model:
+        raise IndexStale(
+            f"index at {settings.index_dir} was built with {manifest.model_id}, "
+            f'not {expected_model}; run "kb index"'
+        )
+    if manifest.corpus_hash != corpus_hash(settings.articles_dir):
+        raise IndexStale(f'articles changed since the index was built; run "kb index"')
+    return manifest
+
+
+def load_index(settings: Settings, verify: bool = True) -> LoadedIndex:
+    """Load a fresh index; raises IndexNotFound / IndexStale / CorruptIndex naming the command."""
+    manifest = check_fresh(settings)
+    directory = settings.index_dir
+    try:
+        if verify:
+            for name, digest in manifest.files.items():
+                if _sha256(directory / name) != digest:
+                    raise CorruptIndex(
+                        f'index file {directory / name} is corrupt; run "kb index" to rebuild it'
+                    )
+        chunks = [
+            Chunk(**json.loads(line))
+            for line in (directory / "chunks.jsonl").read_text().splitlines()
+            if line.strip()
+        ]
+        vectors = VectorIndex.load(str(directory / "faiss.index"))
+        bm25 = BM25.load(directory)
+    except CorruptIndex:
+        raise
+    except (OSError, ValueError, TypeError, RuntimeError, KeyError) as exc:
+        raise CorruptIndex(f'index at {directory} is unreadable; run "kb index" to rebuild it') from exc
+    if len(chunks) != manifest.n_chunks or vectors.index.ntotal != len(chunks) or (
+        bm25.n_docs != len(chunks)
+    ):
+        raise CorruptIndex(f'index at {directory} is inconsistent; run "kb index" to rebuild it')
+    articles = {a.id: a for a in load_articles(settings.articles_dir)}
+    return LoadedIndex(manifest, articles, chunks, vectors, bm25, directory)
+
+
+def open_index(settings: Settings, rebuild: bool = True) -> LoadedIndex:
+    """Load the index, rebuilding it first when it is missing, stale or corrupt (if allowed)."""
+    try:
+        return load_index(settings)
+    except (IndexNotFound, IndexStale, CorruptIndex):
+        if not rebuild:
+            raise
+    build_index(settings)
+    return load_index(settings)

@@ -1,0 +1,211 @@
+"""Hybrid retrieval: BM25 + dense + error signatures (+ log signals), fused per article with RRF."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kb.articles import Article
+from kb.embedding import Embedder
+from kb.index import LoadedIndex
+from kb.signatures import SignatureMatcher
+from kb.text import tokenize
+
+RRF_K = 10  # small corpora: a low constant lets the first ranks dominate
+DENSE_CANDIDATES = 64
+WEIGHTS = {"signature": 2.0, "bm25": 1.0, "dense": 1.0, "signals": 1.2, "context": 0.3}
+# Dense cosine range of the bundled e5 model on this corpus, used to place a hit on 0..1
+# (measured with `kb eval`; see README, Quality).
+DENSE_FLOOR, DENSE_CEIL = 0.80, 0.92
+
+
+@dataclass(frozen=True)
+class Hit:
+    article: Article
+    score: float  # fused RRF score, higher is better; comparable only within one query
+    rank: int  # 1-based
+    confidence: float  # 0..1, comparable across queries; below the threshold kb abstains
+    evidence: list[str] = field(default_factory=list)  # why it matched, in words a user reads
+
+    def to_dict(self) -> dict:
+        return {
+            "article_id": self.article.id,
+            "failure_mode": self.article.failure_mode,
+            "title": self.article.title,
+            "score": round(self.score, 5),
+            "confidence": round(self.confidence, 3),
+            "evidence": self.evidence,
+        }
+
+
+@dataclass(frozen=True)
+class QueryContext:
+    """What the log analyzer learned, in plain values (kb does not depend on `assistant`)."""
+
+    phrases: tuple[str, ...] = ()  # "loss fell to 0.0 at step 40", "fp16 enabled", ...
+    stage: str | None = None
+    framework: str | None = None
+
+
+@dataclass
+class _Candidate:
+    ranks: dict[str, int] = field(default_factory=dict)
+    dense_cos: float = 0.0
+    dense_section: str = ""
+    bm25_frac: float = 0.0
+    bm25_terms: list[str] = field(default_factory=list)
+    bm25_section: str = ""
+    signatures: list[str] = field(default_factory=list)
+    signal_terms: list[str] = field(default_factory=list)
+
+
+class Retriever:
+    def __init__(self, index: LoadedIndex, embedder: Embedder):
+        self.index = index
+        self.embedder = embedder
+        self.matcher = SignatureMatcher(list(index.articles.values()))
+        self._chunk_article = [c.article_id for c in index.chunks]
+
+    # --- single signals (also the eval baselines) -------------------------------------
+    def bm25_articles(self, text: str) -> tuple[list[str], dict[str, _Candidate]]:
+        terms = tokenize(text)
+        scores = self.index.bm25.scores(terms)
+        best: dict[str, tuple[float, int]] = {}
+        for doc in np.flatnonzero(scores > 0):
+            aid = self._chunk_article[doc]
+            if aid not in best or scores[doc] > best[aid][0]:
+                best[aid] = (float(scores[doc]), int(doc))
+        ceiling = self._bm25_ceiling(terms)
+        order = sorted(best, key=lambda a: -best[a][0])
+        details = {}
+        for aid in order[:DENSE_CANDIDATES]:
+            score, doc = best[aid]
+            details[aid] = _Candidate(
+                bm25_frac=score / ceiling if ceiling else 0.0,
+                bm25_terms=self.index.bm25.matched_terms(terms, doc)[:6],
+                bm25_section=self.index.chunks[doc].section,
+            )
+        return order, details
+
+    def _bm25_ceiling(self, terms: list[str]) -> float:
+        # The score a chunk would get by containing every query term once: normalises BM25
+        # so that a query of rare, all-matching terms scores near 1 whatever its length.
+        ids = self.index.bm25.term_ids(terms)
+        if not ids:
+            return 0.0
+        return float(self.index.bm25.weights[ids].max(axis=1).sum())
+
+    def dense_articles(self, text: str) -> tuple[list[str], dict[str, tuple[float, str]]]:
+        query = self.embedder.encode_queries([text])
+        scores, ids = self.index.vectors.search(query, DENSE_CANDIDATES)
+        best: dict[str, tuple[float, str]] = {}
+        for score, cid in zip(scores[0], ids[0], strict=True):
+            if cid < 0:
+                continue
+            aid = self._chunk_article[cid]
+            if aid not in best:
+                best[aid] = (float(score), self.index.chunks[cid].section)
+        return list(best), best
+
+    # --- fused --------------------------------------------------------------------------
+    def search(self, text: str, k: int = 5, context: QueryContext | None = None) -> list[Hit]:
+        context = context or QueryContext()
+        cands: dict[str, _Candidate] = {}
+
+        def cand(aid: str) -> _Candidate:
+            return cands.setdefault(aid, _Candidate())
+
+        for rank, match in enumerate(_dedupe(m.article_id for m in self.matcher.match(text)), 1):
+            cand(match).ranks["signature"] = rank
+        for m in self.matcher.match(text):
+            if m.signature not in cand(m.article_id).signatures:
+                cand(m.article_id).signatures.append(m.signature)
+
+        bm25_order, bm25_details = self.bm25_articles(text)
+        for rank, aid in enumerate(bm25_order[:DENSE_CANDIDATES], 1):
+            c = cand(aid)
+            c.ranks["bm25"] = rank
+            d = bm25_details[aid]
+            c.bm25_frac, c.bm25_terms, c.bm25_section = d.bm25_frac, d.bm25_terms, d.bm25_section
+
+        dense_order, dense_best = self.dense_articles(text)
+        for rank, aid in enumerate(dense_order, 1):
+            c = cand(aid)
+            c.ranks["dense"] = rank
+            c.dense_cos, c.dense_section = dense_best[aid]
+
+        if context.phrases:
+            signal_text = "\n".join(context.phrases)
+            sig_order, sig_details = self.bm25_articles(signal_text)
+            for rank, aid in enumerate(sig_order[:DENSE_CANDIDATES], 1):
+                c = cand(aid)
+                c.ranks["signals"] = rank
+                c.signal_terms = sig_details[aid].bm25_terms
+
+        ctx_articles = [
+            a.id
+            for a in self.index.articles.values()
+            if (context.stage and context.stage in a.stages)
+            or (context.framework and context.framework in a.frameworks)
+        ]
+        for aid in ctx_articles:
+            if aid in cands:
+                cands[aid].ranks["context"] = 1
+
+        scored = []
+        for aid, c in cands.items():
+            if aid not in self.index.articles:
+                continue
+            fused = sum(WEIGHTS[name] / (RRF_K + r) for name, r in c.ranks.items())
+            scored.append((fused, aid, c))
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        hits = []
+        for rank, (fused, aid, c) in enumerate(scored[:k], 1):
+            hits.append(
+                Hit(
+                    article=self.index.articles[aid],
+                    score=fused,
+                    rank=rank,
+                    confidence=_confidence(c),
+                    evidence=_evidence(c, context),
+                )
+            )
+        return hits
+
+
+def _dedupe(items) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _confidence(c: _Candidate) -> float:
+    """0..1 from absolute signals, so one threshold works across queries.
+
+    A matched error signature is near-certain; otherwise the better of the dense cosine (placed
+    between the corpus floor and ceiling) and the share of the query's BM25 mass the article holds.
+    """
+    if c.signatures:
+        return 0.97
+    dense = (c.dense_cos - DENSE_FLOOR) / (DENSE_CEIL - DENSE_FLOOR)
+    lexical = math.sqrt(max(c.bm25_frac, 0.0))
+    value = 0.6 * max(dense, 0.0) + 0.4 * lexical
+    if "signals" in c.ranks and c.ranks["signals"] <= 3:
+        value += 0.1
+    return float(min(max(value, 0.0), 0.95))
+
+
+def _evidence(c: _Candidate, context: QueryContext) -> list[str]:
+    out = []
+    for sig in c.signatures[:2]:
+        shown = sig[3:] if sig.startswith("re:") else sig
+        out.append(f"error text matches the known signature “{shown[:120]}”")
+    if c.signal_terms and context.phrases:
+        related = [p for p in context.phrases if any(t in tokenize(p) for t in c.signal_terms)]
+        for phrase in related[:3]:
+            out.append(f"from your log: {phrase}")
+    if c.bm25_terms:
+        out.append(f"shared terms in {c.bm25_section}: {', '.join(c.bm25_terms[:6])}")
+    if c.dense_cos:
+        out.append(f"similar in meaning to its {c.dense_section} (cosine {c.dense_cos:.2f})")
+    return out

@@ -1,0 +1,87 @@
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from kb.embedding import load_embedder
+from kb.errors import CorruptIndex, IndexNotFound, IndexStale
+from kb.index import build_index, load_index, open_index
+
+
+def test_build_load_round_trip(tiny_settings):
+    report = build_index(tiny_settings)
+    assert not report.unchanged and report.embedded == report.manifest.n_chunks
+    loaded = load_index(tiny_settings)
+    assert set(loaded.articles) == {
+        "fixture-fp16-overflow", "fixture-dpo-stuck", "missing-pad-token-llama3-reward-model"}
+    assert loaded.vectors.index.ntotal == len(loaded.chunks) == loaded.bm25.n_docs
+    manifest = json.loads((tiny_settings.index_dir / "manifest.json").read_text())
+    assert manifest["dim"] == 384 and manifest["model_id"].startswith("intfloat/multilingual-e5")
+    vectors = np.load(tiny_settings.index_dir / "vectors.npy")
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+
+
+def test_unchanged_corpus_reembeds_nothing(tiny_settings):
+    build_index(tiny_settings)
+    again = build_index(tiny_settings)
+    assert again.unchanged and again.embedded == 0
+
+
+def test_edit_reembeds_only_changed_chunks(tiny_settings):
+    first = build_index(tiny_settings)
+    path = tiny_settings.articles_dir / "fixture-dpo-stuck.md"
+    path.write_text(path.read_text().replace("Policy equals reference.", "Policy == reference."))
+    second = build_index(tiny_settings)
+    assert not second.unchanged
+    assert 0 < second.embedded < first.manifest.n_chunks
+    assert second.reused == second.manifest.n_chunks - second.embedded
+
+
+def test_missing_index_names_the_command(tiny_settings):
+    with pytest.raises(IndexNotFound, match='run "kb index"'):
+        load_index(tiny_settings)
+
+
+def test_stale_index_detected_and_rebuilt(tiny_settings):
+    build_index(tiny_settings)
+    (tiny_settings.articles_dir / "fixture-dpo-stuck.md").unlink()
+    with pytest.raises(IndexStale, match="kb index"):
+        load_index(tiny_settings)
+    assert "fixture-dpo-stuck" not in open_index(tiny_settings).articles
+
+
+def test_other_embedder_is_stale(tiny_settings):
+    build_index(tiny_settings)
+    with pytest.raises(IndexStale, match="built with"):
+        load_index(replace(tiny_settings, embedder="minilm"))
+
+
+def test_corrupt_file_gives_clear_error_and_index_repairs(tiny_settings):
+    build_index(tiny_settings)
+    target = tiny_settings.index_dir / "faiss.index"
+    target.write_bytes(target.read_bytes()[:100])
+    with pytest.raises(CorruptIndex, match="kb index"):
+        load_index(tiny_settings)
+    build_index(tiny_settings)  # the manifest no longer matches its files: rebuilt
+    assert load_index(tiny_settings).vectors.index.ntotal > 0
+
+
+def test_leftover_partial_build_is_ignored(tiny_settings):
+    build_index(tiny_settings)
+    junk = tiny_settings.index_dir.parent / "index.v-deadbeef.tmp"
+    junk.mkdir()
+    (junk / "vectors.npy").write_bytes(b"half written")
+    assert load_index(tiny_settings).manifest.n_articles == 3
+
+
+def test_dense_search_matches_numpy_oracle(tiny_settings):
+    build_index(tiny_settings)
+    loaded = load_index(tiny_settings)
+    emb = load_embedder("e5")
+    vectors = np.load(tiny_settings.index_dir / "vectors.npy")
+    q = emb.encode_queries(["loss is nan in fp16"])
+    scores, ids = loaded.vectors.search(q, 5)
+    oracle = np.argsort(-(vectors @ q[0]))[:5]
+    assert list(ids[0]) == list(oracle)
+    assert np.allclose(scores[0], (vectors @ q[0])[oracle], atol=1e-5)

@@ -1,0 +1,48 @@
+import pytest
+
+from kb.embedding import load_embedder
+from kb.index import build_index, load_index
+from kb.retrieval import QueryContext, Retriever
+
+
+@pytest.fixture
+def retriever(tiny_settings):
+    build_index(tiny_settings)
+    return Retriever(load_index(tiny_settings), load_embedder("e5"))
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("ValueError: Cannot handle batch sizes > 1 if no padding token is defined.",
+         "missing-pad-token-llama3-reward-model"),
+        ("llama3 没有 pad token，batch size 大于 1 就报错", "missing-pad-token-llama3-reward-model"),
+        ("{'loss': nan, 'grad_norm': nan} with fp16", "fixture-fp16-overflow"),
+        ("训练时 loss 变成 nan", "fixture-fp16-overflow"),
+        ("dpo loss 一直是 0.693 不下降", "fixture-dpo-stuck"),
+        ("DPO loss stuck at 0.6931", "fixture-dpo-stuck"),
+    ],
+)
+def test_hybrid_top_hit(retriever, query, expected):
+    hits = retriever.search(query, k=3)
+    assert hits[0].article.id == expected
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+
+
+def test_signature_match_is_evidence_and_confident(retriever):
+    hit = retriever.search("Cannot set a non-string value as the PAD token", k=1)[0]
+    assert hit.article.id == "missing-pad-token-llama3-reward-model"
+    assert hit.confidence > 0.9
+    assert any("signature" in e for e in hit.evidence)
+
+
+def test_signals_add_evidence(retriever):
+    ctx = QueryContext(phrases=("DPO loss stuck at 0.6931 (ln 2) from step 1",), stage="dpo")
+    hit = retriever.search("my training does not learn", k=1, context=ctx)[0]
+    assert hit.article.id == "fixture-dpo-stuck"
+    assert any(e.startswith("from your log") for e in hit.evidence)
+
+
+def test_scores_are_ordered(retriever):
+    hits = retriever.search("loss nan fp16 pad token dpo", k=3)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)

@@ -1,0 +1,50 @@
+import pytest
+
+from kb.bm25 import BM25
+from kb.text import normalize_for_match, tokenize
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("per_device_train_batch_size=1", {"per_device_train_batch_size", "batch", "size", "1"}),
+        ("--vanilla_loss", {"vanilla_loss", "vanilla", "loss"}),
+        ("loss 0.6931", {"loss", "0.6931"}),
+        ("loss=1.19e+34", {"loss", "1.19e+34"}),
+        ("qwen2.5-7b", {"qwen2.5-7b", "7b"}),
+        ("loss一直是0", {"loss", "一直", "0"}),
+        ("显存不足", {"显存", "不足", "存不"}),
+    ],
+)
+def test_tokenize_keeps_code_tokens_and_chinese(text, expected):
+    assert expected <= set(tokenize(text))
+
+
+def test_numbers_are_not_split():
+    assert "19e" not in tokenize("1.19e+34")
+
+
+def test_normalize_for_match_drops_quotes_and_spaces():
+    assert normalize_for_match("Cannot  set a `non-string`\nvalue") == "cannot set a non-string value"
+
+
+def test_bm25_matches_brute_force():
+    import math
+    from collections import Counter
+
+    docs = [["fp16", "nan", "loss"], ["pad", "token", "loss"], ["dpo", "0.6931", "loss", "loss"]]
+    bm = BM25.build(docs)
+    query = ["loss", "nan"]
+    got = bm.scores(query)
+    n = len(docs)
+    avg = sum(map(len, docs)) / n
+    for d, doc in enumerate(docs):
+        tf = Counter(doc)
+        want = 0.0
+        for t in query:
+            df = sum(1 for x in docs if t in x)
+            idf = math.log1p((n - df + 0.5) / (df + 0.5))
+            f = tf[t]
+            want += idf * f * 2.2 / (f + 1.2 * (1 - 0.75 + 0.75 * len(doc) / avg))
+        assert got[d] == pytest.approx(want, rel=1e-5)
+    assert bm.matched_terms(query, 0) == ["nan", "loss"]
