@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from statistics import median
+
 
 from assistant.signals import Anomaly, Point
 
@@ -20,6 +20,12 @@ OVERFLOW_SKIPS = 10  # a fresh fp16 run skips a handful of steps while the scale
 EARLY_POINTS = 8
 
 
+def median(values) -> float:
+    s = sorted(values)  # windows are small: sorting beats statistics.median's checks
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
 def is_loss(name: str) -> bool:
     return "loss" in name and "scale" not in name
 
@@ -28,8 +34,17 @@ def is_grad_norm(name: str) -> bool:
     return name.endswith("grad_norm")
 
 
+_LIMITS: dict[str, float | None] = {}
+
+
 def _explodes_at(name: str) -> float | None:
     """Absolute threshold for `explosion`, or None where big values are normal."""
+    if name not in _LIMITS:
+        _LIMITS[name] = _limit(name)
+    return _LIMITS[name]
+
+
+def _limit(name: str) -> float | None:
     if is_loss(name) or is_grad_norm(name):
         return EXPLODE_ABS
     if any(k in name for k in ("logps", "logits")):
@@ -81,7 +96,7 @@ class AnomalyMonitor:
         self._keys: dict[tuple[str, str], int] = {}
         self._series: dict[str, _Series] = {}
         self._overflows = 0
-        self._overflow_first: int | None = None
+        self._overflow_first: int | None = None  # step of the first skip, when known
         self._overflow_low: float | None = None
 
     # -- reporting ---------------------------------------------------------------------------
@@ -175,7 +190,7 @@ class AnomalyMonitor:
         return relative and med is not None and v >= 10 and v > EXPLODE_RATIO * max(med, 1e-3)
 
     def _track_spike(self, st: _Series, value: float, at: tuple[int | None, int]) -> None:
-        if len(st.window) >= 8:
+        if len(st.window) >= 8 and ("explosion", st.name) not in self._keys:
             med = median(st.window)
             if value > SPIKE_RATIO * med and value - med > SPIKE_MIN_JUMP:
                 self._report(
@@ -183,7 +198,8 @@ class AnomalyMonitor:
                     f"{st.name} jumped from about {med:.3g} to {value:.4g} at {where(*at)}",
                 )
             elif st.n_finite >= 15:
-                recent = median(list(st.window)[-5:] + [value])
+                w = st.window
+                recent = median((w[-1], w[-2], w[-3], w[-4], w[-5], value))
                 if recent > 3 * st.best_median and recent - st.best_median > SPIKE_MIN_JUMP:
                     self._report(
                         "divergence", st.name, at[0],
@@ -197,7 +213,7 @@ class AnomalyMonitor:
     def overflow(self, step: int | None, reduced_to: float | None = None) -> None:
         """One fp16 overflow skip (DeepSpeed "OVERFLOW!", apex "Gradient overflow")."""
         self._overflows += 1
-        if self._overflow_first is None:
+        if self._overflows == 1:
             self._overflow_first = step
         if reduced_to is not None:
             low = self._overflow_low

@@ -63,6 +63,20 @@ def _keep(name: str) -> bool:
     )
 
 
+_KEYS: dict[str, tuple[str, bool, bool]] = {}
+
+
+def _key(raw: str) -> tuple[str, bool, bool]:
+    """(series name, worth keeping, looks like a training metric), cached: keys repeat every line."""
+    hit = _KEYS.get(raw)
+    if hit is None:
+        name = metric_name(raw)
+        hit = (name, _keep(name), bool(_PLAIN_METRIC.search(name)))
+        if len(_KEYS) < 10_000:
+            _KEYS[raw] = hit
+    return hit
+
+
 def parse_record(line: str) -> tuple[int | None, dict[str, float]] | None:
     """Metrics in a python-dict or JSON record, with the step if the record carries one.
 
@@ -76,22 +90,21 @@ def parse_record(line: str) -> tuple[int | None, dict[str, float]] | None:
         return None
     step: int | None = None
     values: dict[str, float] = {}
-    keys = set()
+    metric_seen = False
     for key, raw in pairs:
-        name = metric_name(key)
-        keys.add(name)
+        name, keep, is_metric = _key(key)
         if name in ("step", "global_step"):
             step = _int(raw)
-            continue
-        if _keep(name):
+        elif name in _CONFIG_KEYS:
+            return None
+        elif keep:
             values[name] = float(raw)
-    if any(k in keys for k in _CONFIG_KEYS):
+            metric_seen = metric_seen or is_metric
+    if not metric_seen:
         return None
     if step is None and "global_step" in line:
         m = _SWIFT_STEP.search(line)
         step = int(m.group(1)) if m else None
-    if not values or not any(_PLAIN_METRIC.search(k) for k in values):
-        return None
     return step, values
 
 
@@ -108,8 +121,8 @@ def parse_progress(line: str) -> tuple[int, int, dict[str, float]] | None:
     tail = line[m.end():]
     if "=" in tail:
         for key, raw in _POSTFIX.findall(tail):
-            name = metric_name(key)
-            if _keep(name):
+            name, keep, _ = _key(key)
+            if keep:
                 values[name] = float(raw)
     return int(m.group(1)), int(m.group(2)), values
 
@@ -127,8 +140,8 @@ def parse_plain(line: str) -> tuple[int | None, dict[str, float]] | None:
         return None
     values: dict[str, float] = {}
     for key, raw in _PLAIN_PAIR.findall(line):
-        name = metric_name(key)
-        if _keep(name) and _PLAIN_METRIC.search(name):
+        name, keep, is_metric = _key(key)
+        if keep and is_metric:
             values[name] = float(raw)
     if not values:
         return None

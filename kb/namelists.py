@@ -64,10 +64,13 @@ def class_params(call_name: str) -> frozenset[str]:
         obj = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise LibraryMissing(f"{module_name}.{attr} is not importable here") from exc
+    names: set[str] = set()
     if dataclasses.is_dataclass(obj):
-        return frozenset(f.name for f in dataclasses.fields(obj))
+        names |= {f.name for f in dataclasses.fields(obj)}
+    # Some config classes are dataclasses with a hand-written __init__ (BitsAndBytesConfig).
     params = inspect.signature(obj).parameters
-    return frozenset(n for n, p in params.items() if p.kind is not p.VAR_KEYWORD)
+    names |= {n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    return frozenset(names - {"self"})
 
 
 @functools.cache

@@ -28,7 +28,10 @@ REQUIRED_LISTS = ("frameworks", "stages", "models", "symptoms", "conditions", "f
                   "confirm", "sources")
 REQUIRED_TEXT = ("id", "title", "failure_mode", "cause")
 # Tokens that start a training program inside a shell command: flags after them are its own.
-PROGRAM_MARKERS = re.compile(r"(\.py$|^train$|^sft$|^rlhf$|^dpo$|^grpo$|^kto$|^reward$|^pt$|^rm$)")
+PROGRAM_MARKERS = re.compile(
+    r"(\.py$|^train$|^sft$|^rlhf$|^dpo$|^grpo$|^kto$|^reward$|^pt$|^rm$"
+    r"|^[a-z_]+\.cli\.\w+$)"  # a module run with `--module` / `-m` (openrlhf.cli.train_sft)
+)
 
 
 @dataclass(frozen=True)

@@ -300,7 +300,7 @@ def parser_roots(files: list[Path], resolver: Resolver) -> list[tuple[ast.ClassD
                 exprs.append(node.value)
             for e in exprs:
                 elts = e.elts if isinstance(e, (ast.Tuple, ast.List)) else [e]
-                names += [n for n in (_dotted_tail(x) for x in elts) if n]
+                names += [n for n in (_dotted_tail(x) for x in elts) if n and n[0].isupper()]
         for n in dict.fromkeys(names):
             found = resolver.resolve(n, mod)
             if not found:
@@ -471,7 +471,7 @@ EXTRACTORS = {
 def _labelled(s: str) -> tuple[str, Path]:
     if "=" not in s:
         return (s, Path(s))
-    label, path = s.split("=", 1)
+    label, path = s.rsplit("=", 1)
     return label, Path(path)
 
 

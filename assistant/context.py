@@ -1,0 +1,392 @@
+"""The run's setting read from a log: flags, versions, model, stage, framework, GPU, precision."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections import Counter
+from dataclasses import dataclass, field
+
+_LAUNCH = re.compile(
+    r"(?:^|[\s;&|$>]|/)(?:torchrun|deepspeed|accelerate launch|python3?(?:\.\d+)? (?:-m )?\S+"
+    r"|llamafactory-cli|swift (?:sft|rlhf|pt)|axolotl|trl (?:sft|dpo)|openrlhf\.cli\S*|bash \S+\.sh)"
+    r"[^\n，。；;]*"
+)
+_YAML_FILE = re.compile(r"\S+\.ya?ml\b")
+_YAML = re.compile(r"^[ \t]{0,8}([a-z_][a-z0-9_.]{0,60})[ \t]*:[ \t]+([^\s#{\[][^\n#]{0,200}?)[ \t]*$", re.M)
+_ARGS_DUMP = re.compile(r"^[ \t]*([a-z_][a-z0-9_]{0,60})=([^\n,]{0,200}),?[ \t]*$", re.M)
+_NAMESPACE = re.compile(r"Namespace\(([^\n]{0,20000})\)")
+_NS_PAIR = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,\s)]+)")
+_DOTTED = re.compile(r"(?<!\w)([A-Za-z_]\w{0,60}(?: [a-z]+){0,3}) \.{3,}\s*(\S[^\n]{0,200})")
+_JSON_SCALAR = re.compile(r'^[ \t]*"([a-z_][a-z0-9_]{0,60})"[ \t]*:[ \t]*("?[^\n",{}\[\]]{1,100}"?),?[ \t]*$', re.M)
+# Matched against lower-cased text: a literal "zero" prefix keeps the scan fast.
+_ZERO = re.compile(
+    r'zero(?:_optimization"\s*:\s*\{[^{}]{0,2000}?"stage"\s*:\s*"?(\d)'
+    r"|[_ ](?:optimization[_ ])?stage[\s:=.]*(\d)\b|[- ]?(?:stage[- ]?)?(\d)\b|(\d)(?:\.json|_offload))"
+)
+_DS_PREC = re.compile(r'"(fp16|bf16|bfloat16)"\s*:\s*\{[^{}]{0,1000}?"enabled"\s*:\s*"?(\w+)')
+_JSON_KEYS = {
+    "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+    "gradient_clipping", "initial_scale_power", "min_loss_scale", "loss_scale_window",
+    "hysteresis", "overlap_comm", "contiguous_gradients", "model_name_or_path",
+}
+_YAML_DENY = {"error", "warning", "note", "info", "debug", "loss", "step", "epoch", "http", "https",
+              "traceback", "hint", "reason", "message", "file", "line", "exception", "cause"}
+
+_PACKAGES = (
+    "torch", "transformers", "trl", "peft", "deepspeed", "accelerate", "bitsandbytes",
+    "flash-attn", "flash_attn", "vllm", "datasets", "tokenizers", "xformers", "llamafactory",
+    "llmtuner", "ms-swift", "openrlhf", "axolotl", "unsloth", "verl", "safetensors", "triton",
+    "numpy", "megatron-core", "apex", "pytorch", "python", "cuda",
+)
+_PKG = "|".join(re.escape(p) for p in sorted(_PACKAGES, key=len, reverse=True))
+# Applied at each occurrence of a package name in lower-cased text (found with str.find).
+_VERSION_AT = re.compile(
+    r"`?(?:\s+version)?(?:\s*\(gpu\?\))?(?:\s*(?:==|:|=|\s|\.{3,})\s*)v?"
+    r"(\d+\.\d+(?:\.\d+)?(?:[\w.+\-]*\w)?)"
+)
+_MAX_OCCURRENCES = 300  # "torch" appears in every traceback path; the version is near the top
+_PIP_LIST = re.compile(r"^(" + _PKG + r")[ \t]{2,}(\d+\.\d+[\w.+\-]*)[ \t]*$", re.M | re.I)
+
+_FAMILIES = (
+    "codellama", "tinyllama", "llama", "qwen", "mistral", "mixtral", "gemma", "phi", "baichuan",
+    "chatglm", "glm", "internlm", "yi", "deepseek", "falcon", "bloom", "gpt2", "gpt-neox", "pythia",
+    "starcoder", "olmo", "smollm", "minicpm", "opt",
+)
+_FAM = "(?:" + "|".join(_FAMILIES) + ")(?![a-z])"
+_FAMILY = re.compile(
+    "(" + _FAM + r")(?:[-_ ]?v?(\d+(?:\.\d+)?)(?![\d.]*[bBmMkK](?![a-zA-Z])|x\d))?",
+    re.IGNORECASE,
+)
+_HF_ID = re.compile(
+    r"(?<![\w./-])([A-Za-z0-9][\w.-]{1,40})/((?:[\w.-]*[-_.])?" + _FAM + r"[\w.-]*)",
+    re.IGNORECASE,
+)
+_CACHE_ID = re.compile(r"models--([\w.-]+?)--([\w.-]+)")
+_BARE_MODEL = re.compile(
+    r"(?<![\w/.-])((?:meta-)?(?:" + "|".join(_FAMILIES) + r")[-_]?v?\d[\w.-]*)", re.IGNORECASE
+)
+_SIZE = re.compile(r"(?<![\w.])(?:(\d+)x)?(\d+(?:\.\d+)?)([bBmM])(?![a-zA-Z])")
+_BARE_SIZE = re.compile(r"(?<![\w.])(0\.5|1\.5|1\.8|1\.1|\d{1,3})\s?[bB](?![\w.])")
+_KNOWN_SIZES = {0.5, 1, 1.1, 1.5, 1.8, 2, 3, 4, 6, 7, 8, 9, 13, 14, 27, 32, 33, 34, 40, 65, 70, 72,
+                110, 175, 236, 405, 671}
+_MODEL_FLAGS = ("model_name_or_path", "pretrain", "base_model", "model_id", "model_path", "model",
+                "model_name", "model_type")
+
+_GPU = re.compile(
+    r"(?<!\w)(A100|H100|H800|A800|H200|H20|V100|T4|A10G?|L40S?|L4|A6000|A40|A30|P100|K80|GH200"
+    r"|B200|910B\d?|MI\d{3}X?|(?:RTX ?)?(?:4090|3090|3080|4080|2080 ?Ti|A5000|A4000))(?![\w])"
+)
+
+# Most specific first: llamafactory runs trl trainers on deepspeed on transformers.
+# Needles are looked up in lower-cased text with `in`: 20 MB logs leave no time for re.I scans.
+_TRAINERS = ("dpotrainer", "ktotrainer", "orpotrainer", "grpotrainer", "ppotrainer", "sfttrainer",
+             "rewardtrainer", "dpoconfig", "grpoconfig", "ktoconfig", "sftconfig")
+_FRAMEWORKS = (
+    ("verl", ("verl.", "verl/", " verl ", "-m verl")),
+    ("openrlhf", ("openrlhf",)),
+    ("llamafactory", ("llamafactory", "llmtuner", "llama-factory", "llama_factory")),
+    ("ms-swift", ("ms-swift", "swift sft", "swift rlhf", "swift pt", "swift infer", "swift/llm",
+                  "swift.llm", "[info:swift]")),
+    ("axolotl", ("axolotl",)),
+    ("unsloth", ("unsloth",)),
+    ("medicalgpt", ("medicalgpt", "supervised_finetuning.py", "dpo_training.py",
+                    "orpo_training.py", "ppo_training.py")),
+    ("trl", ("trl==", "trl/", "trl.", " trl ", "trl version", "`trl`", *_TRAINERS)),
+    ("deepspeed", ("deepspeed",)),
+    ("transformers", ("transformers", "{'loss':")),
+)
+
+_STAGE_WORDS = {"pt": "pretrain", "pretrain": "pretrain", "sft": "sft", "dpo": "dpo", "kto": "kto",
+                "rm": "rm", "reward": "rm", "ppo": "ppo", "grpo": "grpo", "orpo": "orpo",
+                "simpo": "dpo", "cpo": "dpo", "ipo": "dpo"}
+_STAGE_SAID = re.compile(r"(?:rlhf_type|\bstage)[ \t]*[:=]?[ \t]*(pt|sft|rm|ppo|dpo|kto|orpo|grpo)\b")
+_STAGE_TEXT = (
+    ("grpo", ("grpotrainer", "grpoconfig", "train_grpo", "grpo_trainer")),
+    ("kto", ("ktotrainer", "ktoconfig", "train_kto", "kto_loss")),
+    ("orpo", ("orpotrainer", "orpo_training", "train_orpo")),
+    ("dpo", ("dpotrainer", "dpoconfig", "train_dpo", "dpo_training", "dpo.py")),
+    ("rm", ("rewardtrainer", "rewardconfig", "train_rm", "reward_modeling")),
+    ("ppo", ("ppotrainer", "ppoconfig", "train_ppo", "ppo_training", "ray_trainer")),
+    ("sft", ("sfttrainer", "sftconfig", "train_sft", "supervised_finetuning", "swift sft")),
+    ("pretrain", ("run_clm", "pretraining.py", "train_pt.")),
+)
+
+_TRUE = ("true", "1", "yes", "on")
+
+
+@dataclass(frozen=True)
+class Context:
+    flags: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    model: dict = field(default_factory=dict)
+    stage: str | None = None
+    framework: str | None = None
+    hardware: str | None = None
+    precision: str | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "flags": dict(self.flags), "versions": dict(self.versions), "model": dict(self.model),
+            "stage": self.stage, "framework": self.framework, "hardware": self.hardware,
+            "precision": self.precision,
+        }
+
+
+def extract_context(text: str, metric_names: set[str] = frozenset()) -> Context:
+    """Read the setting from the non-metric part of a log.
+
+    "llamafactory-cli train dpo.yaml\\nstage: dpo\\nbf16: true\\nmodel_name_or_path: Qwen/Qwen2.5-7B"
+        -> Context(flags={"stage": "dpo", "bf16": "true", ...}, stage="dpo",
+                   framework="llamafactory", precision="bf16",
+                   model={"name": "Qwen/Qwen2.5-7B", "family": "qwen2.5", "size_b": 7.0})
+    """
+    flags = extract_flags(text)
+    return Context(
+        flags=flags,
+        versions=extract_versions(text),
+        model=extract_model(text, flags),
+        stage=_stage(text, flags, metric_names),
+        framework=_framework(text),
+        hardware=_hardware(text),
+        precision=_precision(text, flags),
+    )
+
+
+def extract_flags(text: str) -> dict[str, str]:
+    """Flags from YAML, arg dumps, DeepSpeed JSON and command lines; the command line wins.
+
+    "torchrun train.py --fp16 --per_device_train_batch_size 1" -> {"fp16": "true", ...: "1"}
+    """
+    flags: dict[str, str] = {}
+    if ": " in text or ":\t" in text:
+        for k, v in _YAML.findall(text):
+            if k not in _YAML_DENY:
+                flags[k] = _unquote(v)
+    if "=" in text:
+        for k, v in _ARGS_DUMP.findall(text):
+            if not v.startswith("="):  # "torch==2.1.2" is a version pin, not an argument
+                flags[k] = _unquote(v.strip())
+        for m in _NAMESPACE.finditer(text):
+            for k, v in _NS_PAIR.findall(m.group(1)):
+                flags[k] = _unquote(v)
+    if "..." in text:
+        for k, v in _DOTTED.findall(text):
+            if not k.lower().endswith("version"):
+                flags[k.replace(" ", "_")] = v.strip()
+    if '"' in text:
+        for k, v in _JSON_SCALAR.findall(text):
+            if k in _JSON_KEYS:
+                flags[k] = _unquote(v)
+        for name, enabled in _DS_PREC.findall(text):
+            if enabled.lower() != "auto":
+                flags["bf16" if name.startswith("b") else "fp16"] = enabled.lower()
+    m = _ZERO.search(text.lower()) if "zero" in text or "ZeRO" in text else None
+    if m:
+        flags["zero_stage"] = next(g for g in m.groups() if g)
+    flags.update(parse_command_flags(text))
+    return flags
+
+
+def parse_command_flags(text: str) -> dict[str, str]:
+    """Flags of launch commands, continuation lines joined.
+
+    "deepspeed train.py --bf16 True --vanilla_loss" -> {"bf16": "True", "vanilla_loss": "true"}
+    """
+    joined = re.sub(r"\\[ \t]*\r?\n", " ", text) if "\\" in text else text
+    flags: dict[str, str] = {}
+    for m in _LAUNCH.finditer(joined):
+        line = m.group(0)
+        if " -" not in line:
+            yaml_file = _YAML_FILE.search(line)
+            if yaml_file:
+                flags.setdefault("config_file", yaml_file.group(0))
+            continue
+        try:
+            tokens = shlex.split(line, comments=False)
+        except ValueError:
+            tokens = line.split()
+        i = 0
+        while i < len(tokens):
+            tok = tokens[i]
+            if tok.startswith("-") and len(tok) > 1 and not _is_number(tok):
+                key = tok.lstrip("-").replace("-", "_")
+                if "=" in key:
+                    key, value = key.split("=", 1)
+                elif i + 1 < len(tokens) and not (
+                    tokens[i + 1].startswith("-") and not _is_number(tokens[i + 1])
+                ):
+                    value = tokens[i + 1]
+                    i += 1
+                else:
+                    value = "true"
+                if key:
+                    flags[key] = value
+            i += 1
+    return flags
+
+
+def extract_versions(text: str) -> dict[str, str]:
+    """Library versions.
+
+    "transformers==4.46.0", "- `transformers` version: 4.46.0", "deepspeed 0.14.3",
+    "torch version .......... 2.1.0+cu121", "- PyTorch version (GPU?): 2.1.0 (True)"
+        -> {"transformers": "4.46.0", "deepspeed": "0.14.3", "torch": "2.1.0+cu121"}
+    """
+    found: dict[str, str] = {}
+    for name, version in _PIP_LIST.findall(text):
+        found.setdefault(_package(name), version)
+    low = text.lower()
+    for pkg in _PACKAGES:
+        key = _package(pkg)
+        if key in found:
+            continue
+        start, seen = 0, 0
+        while seen < _MAX_OCCURRENCES:
+            i = low.find(pkg, start)
+            if i < 0:
+                break
+            seen += 1
+            start = i + len(pkg)
+            before = low[i - 1] if i else " "
+            after = low[start] if start < len(low) else " "
+            if before.isalnum() or before in "_/.-" or after.isalnum() or after in "_-/":
+                if not (before == "`" or after == "`"):
+                    continue
+            m = _VERSION_AT.match(low, start)
+            if m:
+                found[key] = text[m.start(1):m.end(1)]
+                break
+    return found
+
+
+def _package(name: str) -> str:
+    n = name.lower().replace("_", "-")
+    return {"pytorch": "torch", "llmtuner": "llamafactory"}.get(n, n)
+
+
+def extract_model(text: str, flags: dict[str, str]) -> dict:
+    """{"name", "family", "size_b"} from flags, HF ids, cache paths or bare names; {} if none."""
+    name = None
+    for key in _MODEL_FLAGS:
+        value = flags.get(key)
+        if value and _FAMILY.search(value.rsplit("/", 1)[-1]):
+            name = _model_id(value)
+            break
+    if name is None:
+        ids = Counter(f"{a}/{b}" for a, b in _HF_ID.findall(text) if not b.endswith((".py", ".json")))
+        cache = _CACHE_ID.search(text)
+        if cache:
+            name = f"{cache.group(1)}/{cache.group(2)}"
+        elif ids:
+            name = ids.most_common(1)[0][0]
+        else:
+            bare = _BARE_MODEL.search(text)
+            name = bare.group(1).rstrip(".-_") if bare else None
+    size = _size_of(name.rsplit("/", 1)[-1]) if name else None
+    if size is None:
+        sizes = Counter(float(s) for s in _BARE_SIZE.findall(text) if float(s) in _KNOWN_SIZES)
+        size = sizes.most_common(1)[0][0] if sizes else None
+    if name is None and size is None:
+        return {}
+    return {"name": name, "family": family_of(name) if name else None, "size_b": size}
+
+
+def _model_id(value: str) -> str:
+    value = value.strip().rstrip("/")
+    parts = value.replace("\\", "/").split("/")
+    if len(parts) > 2 or value.startswith(("/", ".", "~")):
+        return parts[-1]  # a local path: its last component names the model
+    return value
+
+
+def family_of(name: str) -> str | None:
+    """'Meta-Llama-3.1-8B-Instruct' -> 'llama3.1', 'Qwen2.5-7B' -> 'qwen2.5', 'Mistral-7B' -> 'mistral'."""
+    m = _FAMILY.search(name.rsplit("/", 1)[-1])
+    if not m:
+        return None
+    return m.group(1).lower() + (m.group(2) or "")
+
+
+def _size_of(name: str) -> float | None:
+    for experts, num, unit in _SIZE.findall(name):
+        value = float(num) * (int(experts) if experts else 1)
+        return value / 1000 if unit in "mM" else value
+    return None
+
+
+def _stage(text: str, flags: dict[str, str], metric_names: set[str]) -> str | None:
+    for key in ("stage", "rlhf_type", "train_type", "task"):
+        word = flags.get(key, "").strip().lower()
+        if word in _STAGE_WORDS:
+            return _STAGE_WORDS[word]
+    low = text.lower()
+    said = _STAGE_SAID.search(low) if "stage" in low else None
+    if said:
+        return _STAGE_WORDS[said.group(1)]
+    for stage, needles in _STAGE_TEXT:
+        if any(n in low for n in needles):
+            return stage
+    if "kto_loss" in metric_names or "kl" in metric_names and "rewards/chosen" in metric_names:
+        return "kto"
+    if "rewards/margins" in metric_names or "rewards/chosen" in metric_names:
+        return "dpo"
+    return None
+
+
+def _framework(text: str) -> str | None:
+    low = text.lower()
+    for name, needles in _FRAMEWORKS:
+        if any(n in low for n in needles):
+            return name
+    return None
+
+
+def _hardware(text: str) -> str | None:
+    counts = Counter(_gpu_name(m) for m in _GPU.findall(text))
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def _gpu_name(raw: str) -> str:
+    return raw.replace("RTX", "").replace(" ", "") if raw[0] in "R0123456789" else raw
+
+
+def _precision(text: str, flags: dict[str, str]) -> str | None:
+    def on(key: str) -> bool:
+        return flags.get(key, "").lower() in _TRUE
+
+    mixed = flags.get("mixed_precision", flags.get("precision", "")).lower()
+    if on("fp16") or on("fp16_enabled") or on("half") or mixed in ("fp16", "16", "16-mixed"):
+        return "fp16"
+    if on("bf16") or on("bfloat16_enabled") or on("bf16_enabled") or "bf16" in mixed:
+        return "bf16"
+    quant = flags.get("quantization_bit", "")
+    if on("load_in_4bit") or quant == "4":
+        return "int4"
+    if on("load_in_8bit") or quant == "8":
+        return "int8"
+    dtype = flags.get("torch_dtype", "").lower()
+    if "float16" in dtype and "b" not in dtype:
+        return "fp16"
+    if "bfloat16" in dtype:
+        return "bf16"
+    if on("fp32") or mixed in ("no", "fp32") or (
+        flags.get("fp16", "").lower() == "false" and flags.get("bf16", "").lower() == "false"
+    ):
+        return "fp32"
+    return None
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _is_number(tok: str) -> bool:
+    try:
+        float(tok)
+    except ValueError:
+        return False
+    return True

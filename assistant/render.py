@@ -1,0 +1,64 @@
+"""Safe HTML for the web surfaces: markdown with raw HTML disabled, and escaped case cards."""
+
+from __future__ import annotations
+
+import html
+
+from markdown_it import MarkdownIt
+
+from kb.articles import Article
+from kb.retrieval import Hit
+
+# "html": False makes markdown-it escape raw HTML in articles and pastes instead of passing it on.
+_md = MarkdownIt("commonmark", {"html": False, "linkify": False})
+_SAFE_SCHEMES = ("http://", "https://")
+
+
+def markdown_to_html(text: str) -> str:
+    return _md.render(text)
+
+
+def _link(url: str) -> str:
+    if not url.startswith(_SAFE_SCHEMES):
+        return html.escape(url)
+    return f'<a href="{html.escape(url, quote=True)}" target="_blank" rel="noopener">{html.escape(url)}</a>'
+
+
+def article_html(article: Article) -> str:
+    body = article.path.read_text(encoding="utf-8").split("---", 2)[-1]
+    parts = [
+        f"<h2>{html.escape(article.title)}</h2>",
+        f"<p><code>{html.escape(article.failure_mode)}</code> · {html.escape(article.id)}</p>",
+        markdown_to_html(body),
+        "<h3>Sources</h3><ul>" + "".join(f"<li>{_link(u)}</li>" for u in article.sources) + "</ul>",
+    ]
+    return "\n".join(parts)
+
+
+def case_cards_html(hits: list[Hit], abstained: bool, language: str = "en") -> str:
+    if not hits:
+        return "<p>No case matched.</p>"
+    cards = []
+    if abstained:
+        cards.append("<p class='kb-abstain'><b>No known case matches.</b> Nearest cases:</p>")
+    for hit in hits[:3]:
+        a = hit.article
+        title = a.zh.get("title") if language == "zh" and a.zh.get("title") else a.title
+        cause = a.zh.get("cause") if language == "zh" and a.zh.get("cause") else a.cause
+        fix = a.zh.get("fix") if language == "zh" and a.zh.get("fix") else a.fix
+        symptom = a.symptoms[0] if a.symptoms else ""
+        cards.append(
+            "<div class='kb-card'>"
+            f"<div class='kb-card-title'>{hit.rank}. {html.escape(title)}</div>"
+            f"<div><code>{html.escape(a.failure_mode)}</code> · confidence "
+            f"{hit.confidence:.0%}</div>"
+            f"<div><b>Symptom:</b> {html.escape(symptom)}</div>"
+            f"<div><b>Cause:</b> {html.escape(cause)}</div>"
+            "<div><b>Fix:</b><ol>" + "".join(f"<li>{html.escape(s)}</li>" for s in fix[:4])
+            + "</ol></div>"
+            "<div><b>Evidence:</b><ul>"
+            + "".join(f"<li>{html.escape(e)}</li>" for e in hit.evidence[:4]) + "</ul></div>"
+            "<div><b>Sources:</b><ul>" + "".join(f"<li>{_link(u)}</li>" for u in a.sources[:4])
+            + "</ul></div></div>"
+        )
+    return "\n".join(cards)
