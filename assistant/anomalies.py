@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections import deque
 
-
 from assistant.signals import Anomaly, Point
 
 LN2 = math.log(2)
@@ -18,6 +17,7 @@ SPIKE_RATIO = 4.0
 SPIKE_MIN_JUMP = 1.0
 OVERFLOW_SKIPS = 10  # a fresh fp16 run skips a handful of steps while the scaler settles
 EARLY_POINTS = 8
+BEST_WINDOW = 200  # divergence is judged against the best level of the last ~200 points
 
 
 def median(values) -> float:
@@ -34,17 +34,8 @@ def is_grad_norm(name: str) -> bool:
     return name.endswith("grad_norm")
 
 
-_LIMITS: dict[str, float | None] = {}
-
-
 def _explodes_at(name: str) -> float | None:
     """Absolute threshold for `explosion`, or None where big values are normal."""
-    if name not in _LIMITS:
-        _LIMITS[name] = _limit(name)
-    return _LIMITS[name]
-
-
-def _limit(name: str) -> float | None:
     if is_loss(name) or is_grad_norm(name):
         return EXPLODE_ABS
     if any(k in name for k in ("logps", "logits")):
@@ -79,6 +70,17 @@ class _Series:
         self.first: tuple[int | None, int] | None = None
         self.last: tuple[int | None, int] = (None, 0)
         self.last_value = math.nan
+        self.loss = is_loss(name)
+        self.gnorm = is_grad_norm(name)
+        self.watch_zero = self.loss or self.gnorm
+        self.spiky = self.loss and not name.startswith("eval")
+        self.limit = _explodes_at(name)
+        self.relative = self.loss or self.gnorm  # also judged against the first points
+        # learning_rate, accuracies, throughput: no detector looks at them
+        self.watched = self.limit is not None or self.watch_zero or name == "loss_scale"
+        self.median = math.inf
+        self.median_due = 0
+        self.best_due = 0
 
 
 class AnomalyMonitor:
@@ -115,60 +117,69 @@ class AnomalyMonitor:
 
     # -- points ------------------------------------------------------------------------------
     def add(self, name: str, step: int | None, value: float) -> None:
+        """Judge one point. The common case (a finite, unremarkable value) is a few compares."""
         st = self._series.get(name)
         if st is None:
             st = self._series[name] = _Series(name)
         st.n += 1
-        at = (step, st.n)
-        st.last = at
+        if not st.watched:
+            return
+        st.last = (step, st.n)
         st.last_value = value
         if st.first is None:
-            st.first = at
-        loss, gnorm = is_loss(name), is_grad_norm(name)
+            st.first = st.last
 
-        if math.isnan(value) or math.isinf(value):
-            if _explodes_at(name) is None:
+        if value - value != 0.0:  # nan or +-inf
+            if st.limit is None:
                 return  # a nan learning rate or throughput is a symptom, not news
-            word = "nan" if math.isnan(value) else "inf"
-            kind = "grad_norm_nan" if gnorm and word == "nan" else word
-            self._report(kind, name, step, f"{name} is {word} from {where(*at)}")
+            word = "nan" if value != value else "inf"
+            kind = "grad_norm_nan" if st.gnorm and word == "nan" else word
+            self._report(kind, name, step, f"{name} is {word} from {where(*st.last)}")
             return
 
-        if name == "loss_scale" and value <= 1:
-            self._report(
-                "loss_scale_min", name, step,
-                f"fp16 loss scale fell to {value:g} (its minimum) at {where(*at)}",
-            )
-        if loss or gnorm:
-            self._track_zero(st, value, at, gnorm)
-        limit = _explodes_at(name)
-        if limit is not None and self._explodes(st, value, limit, loss or gnorm):
-            self._report(
-                "explosion", name, step, f"{name} exploded to {value:.4g} at {where(*at)}"
-            )
-        if loss and not name.startswith("eval"):
-            self._track_spike(st, value, at)
         st.n_finite += 1
-        st.lo = min(st.lo, value)
-        st.hi = max(st.hi, value)
-        if loss and abs(value - LN2) <= LN2_TOL:
-            st.n_ln2 += 1
-        if len(st.early) < EARLY_POINTS:
-            st.early.append(abs(value))
-            if len(st.early) >= 5:
-                st.early_median = median(st.early)
+        if value < st.lo:
+            st.lo = value
+        if value > st.hi:
+            st.hi = value
+        if st.watch_zero:
+            if value == 0.0:
+                self._zero(st)
+            elif st.zero_len:
+                st.zero_start, st.zero_len = None, 0
+                st.nonzero_seen = True
+            else:
+                st.nonzero_seen = True
+        if st.limit is not None:
+            v = value if value >= 0 else -value
+            if v >= 10 and self._explodes(st, v):
+                self._report(
+                    "explosion", name, step, f"{name} exploded to {value:.4g} at {where(*st.last)}"
+                )
+            if len(st.early) < EARLY_POINTS:
+                st.early.append(v)
+                if len(st.early) >= 5:
+                    st.early_median = median(st.early)
+        if st.loss:
+            if -LN2_TOL <= value - LN2 <= LN2_TOL:
+                st.n_ln2 += 1
+            if st.spiky:
+                self._track_spike(st, value)
+        elif name == "loss_scale" and value <= 1:
+            self._report(
+                "loss_scale_min",
+                name,
+                step,
+                f"fp16 loss scale fell to {value:g} (its minimum) at {where(*st.last)}",
+            )
 
-    def _track_zero(self, st: _Series, value: float, at: tuple[int | None, int], gnorm: bool):
-        if value != 0.0:
-            st.nonzero_seen = True
-            st.zero_start, st.zero_len = None, 0
-            return
+    def _zero(self, st: _Series) -> None:
         if st.zero_start is None:
-            st.zero_start = at
+            st.zero_start = st.last
             st.zero_was_first = not st.nonzero_seen
         st.zero_len += 1
         if st.zero_len >= ZERO_RUN:
-            self._report_zero(st, gnorm)
+            self._report_zero(st, st.gnorm)
 
     def _report_zero(self, st: _Series, gnorm: bool) -> None:
         step, ordinal = st.zero_start
@@ -182,32 +193,44 @@ class AnomalyMonitor:
             detail = f"{st.name} fell to 0.0 at {where(step, ordinal)} and stayed there"
             self._report("zero_collapse", st.name, step, detail)
 
-    def _explodes(self, st: _Series, value: float, limit: float, relative: bool) -> bool:
-        v = abs(value)
-        if v > limit:
+    def _explodes(self, st: _Series, v: float) -> bool:
+        if v > st.limit:
             return True
         med = st.early_median
-        return relative and med is not None and v >= 10 and v > EXPLODE_RATIO * max(med, 1e-3)
+        return st.relative and med is not None and v > EXPLODE_RATIO * max(med, 1e-3)
 
-    def _track_spike(self, st: _Series, value: float, at: tuple[int | None, int]) -> None:
-        if len(st.window) >= 8 and ("explosion", st.name) not in self._keys:
-            med = median(st.window)
+    def _track_spike(self, st: _Series, value: float) -> None:
+        w = st.window
+        if len(w) >= 8 and ("explosion", st.name) not in self._keys:
+            # The window median is refreshed every 8 points; only a candidate pays for a sort.
+            if st.n_finite >= st.median_due:
+                st.median = median(w)
+                st.median_due = st.n_finite + 8
+                if st.median < st.best_median or st.n_finite >= st.best_due:
+                    st.best_median, st.best_due = st.median, st.n_finite + BEST_WINDOW
+            med = st.median
             if value > SPIKE_RATIO * med and value - med > SPIKE_MIN_JUMP:
-                self._report(
-                    "spike", st.name, at[0],
-                    f"{st.name} jumped from about {med:.3g} to {value:.4g} at {where(*at)}",
-                )
-            elif st.n_finite >= 15:
-                w = st.window
-                recent = median((w[-1], w[-2], w[-3], w[-4], w[-5], value))
-                if recent > 3 * st.best_median and recent - st.best_median > SPIKE_MIN_JUMP:
+                med = median(w)
+                if value > SPIKE_RATIO * med and value - med > SPIKE_MIN_JUMP:
                     self._report(
-                        "divergence", st.name, at[0],
-                        f"{st.name} is diverging: up from {st.best_median:.3g} to "
-                        f"{recent:.3g} by {where(*at)}",
+                        "spike",
+                        st.name,
+                        st.last[0],
+                        f"{st.name} jumped from about {med:.3g} to {value:.4g} "
+                        f"at {where(*st.last)}",
                     )
-            st.best_median = min(st.best_median, med)
-        st.window.append(value)
+            best = st.best_median
+            if st.n_finite >= 15 and value > 3 * best and value - best > SPIKE_MIN_JUMP:
+                recent = median((w[-1], w[-2], w[-3], w[-4], w[-5], value))
+                if recent > 3 * best and recent - best > SPIKE_MIN_JUMP:
+                    self._report(
+                        "divergence",
+                        st.name,
+                        st.last[0],
+                        f"{st.name} is diverging: up from {best:.3g} to "
+                        f"{recent:.3g} by {where(*st.last)}",
+                    )
+        w.append(value)
 
     # -- events that are not series points --------------------------------------------------
     def overflow(self, step: int | None, reduced_to: float | None = None) -> None:
@@ -221,11 +244,15 @@ class AnomalyMonitor:
             if reduced_to <= 1:
                 self.scale_at_minimum(step)
         if self._overflows >= OVERFLOW_SKIPS:
-            self._report("overflow_skips", "loss_scale", self._overflow_first, self._overflow_text())
+            self._report(
+                "overflow_skips", "loss_scale", self._overflow_first, self._overflow_text()
+            )
 
     def scale_at_minimum(self, step: int | None) -> None:
         self._report(
-            "loss_scale_min", "loss_scale", step,
+            "loss_scale_min",
+            "loss_scale",
+            step,
             "fp16 loss scale is at its minimum and cannot decrease: every step overflows"
             + (f" (from step {step})" if step is not None else ""),
         )
@@ -249,7 +276,9 @@ class AnomalyMonitor:
                 first_step, first_ord = st.first
                 label = "DPO/RM loss" if st.name in ("loss", "eval_loss", "train_loss") else st.name
                 self._report(
-                    "stuck_ln2", st.name, first_step,
+                    "stuck_ln2",
+                    st.name,
+                    first_step,
                     f"{label} stuck at 0.6931 (ln 2) from {where(first_step, first_ord)}: "
                     "chosen and rejected are not being separated",
                 )
@@ -260,7 +289,9 @@ class AnomalyMonitor:
                 and st.n_ln2 == 0
             ):
                 self._report(
-                    "flat", st.name, st.first[0],
+                    "flat",
+                    st.name,
+                    st.first[0],
                     f"{st.name} never moves: {st.n_finite} logged points all at {st.hi:.6g}",
                 )
         if self._overflows >= OVERFLOW_SKIPS:
@@ -279,14 +310,13 @@ class AnomalyMonitor:
         return st.n_finite >= 10
 
     def finish(self) -> list[Anomaly]:
-        """End of the log: a short run of zeros at the very end still counts."""
+        """End of the log: a run of zeros at the very end counts, however short."""
         self.check_series()
         for st in self._series.values():
             gnorm = is_grad_norm(st.name)
             if not (is_loss(st.name) or gnorm) or st.zero_start is None:
                 continue
-            if st.zero_len >= 2 or st.n <= 2:
-                self._report_zero(st, gnorm)
+            self._report_zero(st, gnorm)  # an exact 0.0 is never a healthy last value
         return list(self.found)
 
 

@@ -25,7 +25,8 @@ HEADINGS = {
         "nearest": "Nearest cases (none is a confident match)",
         "add": (
             "If this is a real training failure kb should know, add an article: copy an existing "
-            "file in articles/, follow docs/ARTICLE_FORMAT.md, then run `kb validate` and `kb index`."
+            "file in articles/, follow docs/ARTICLE_FORMAT.md, then run `kb validate` and "
+            "`kb index`."
         ),
         "needs": "To diagnose this, paste:",
         "confidence": "confidence",
@@ -50,18 +51,23 @@ HEADINGS = {
     },
 }
 
+VERSIONS_COMMAND = 'pip list | grep -E "torch|transformers|trl|peft|deepspeed|accelerate"'
 NEEDS_TEXT = {
     "en": {
-        "traceback": "the full traceback, down to the last line with the exception type and message",
-        "metrics": "the metric lines of the log ({'loss': ..., 'grad_norm': ...}) or trainer_state.json",
+        "traceback": (
+            "the full traceback, down to the last line with the exception type and message"
+        ),
+        "metrics": (
+            "the metric lines of the log ({'loss': ..., 'grad_norm': ...}) or trainer_state.json"
+        ),
         "command": "the launch command or config file (YAML / TrainingArguments / DeepSpeed JSON)",
-        "versions": 'versions: pip list | grep -E "torch|transformers|trl|peft|deepspeed|accelerate"',
+        "versions": "versions: " + VERSIONS_COMMAND,
     },
     "zh": {
         "traceback": "完整的报错堆栈（一直到最后一行的异常类型和信息）",
         "metrics": "日志里的指标行（{'loss': ..., 'grad_norm': ...}）或 trainer_state.json",
         "command": "启动命令或配置文件（YAML / TrainingArguments / DeepSpeed JSON）",
-        "versions": '版本信息：pip list | grep -E "torch|transformers|trl|peft|deepspeed|accelerate"',
+        "versions": "版本信息：" + VERSIONS_COMMAND,
     },
 }
 
@@ -110,7 +116,9 @@ def compose_answer(
         if hits:
             lines.append(f"{h['nearest']}:")
             for hit in hits[:3]:
-                lines.append(f"- {_title(hit, language)} [{hit.article.id}, {hit.article.failure_mode}]")
+                lines.append(
+                    f"- {_title(hit, language)} [{hit.article.id}, {hit.article.failure_mode}]"
+                )
         lines.append("")
         lines.append(h["add"])
         return Answer("\n".join(lines).strip(), [], [], language, "", "")
@@ -143,7 +151,9 @@ def compose_answer(
         lines.append(f"### {h['also']}")
         for hit in others:
             first_fix = _fix_steps(hit, language)[:1]
-            lines.append(f"- {_title(hit, language)} [{hit.article.failure_mode}]: " + " ".join(first_fix))
+            lines.append(
+                f"- {_title(hit, language)} [{hit.article.failure_mode}]: " + " ".join(first_fix)
+            )
     lines.append("")
     lines.append(f"### {h['sources']}")
     lines.extend(f"- {url}" for url in article.sources)

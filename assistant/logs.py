@@ -14,7 +14,7 @@ from collections import deque
 from assistant.anomalies import AnomalyMonitor
 from assistant.context import extract_context
 from assistant.errorlines import classify
-from assistant.metrics import parse_plain, parse_progress, parse_record
+from assistant.metrics import parse_plain, parse_progress, parse_record, record_from_dict
 from assistant.signals import Anomaly, ErrorInfo, LogSignals, Point
 from assistant.tracebacks import TracebackCollector, split_prefix
 
@@ -25,9 +25,13 @@ CONTEXT_TAIL_LINES = 3_000
 MAX_JSON_BLOCK = 60  # lines of a multi-line JSON record (trainer_state.json log_history entry)
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\x1b\][^\x07\n]*\x07?")
-_JUNK_BYTES = bytes([*range(0, 9), 11, 12, *range(14, 27), *range(28, 32), 127])  # keep \t \n \r, ESC
+_JUNK_BYTES = bytes(
+    [*range(0, 9), 11, 12, *range(14, 27), *range(28, 32), 127]
+)  # keep \t \n \r, ESC
 _DS_OVERFLOW = re.compile(r"OVERFLOW!.*?(?:reducing to|reducing loss scale to)\s*([\d.e+]+)", re.I)
-_APEX_OVERFLOW = re.compile(r"Gradient overflow\.\s+Skipping step.*?reducing loss scale to\s*([\d.e+]+)")
+_APEX_OVERFLOW = re.compile(
+    r"Gradient overflow\.\s+Skipping step.*?reducing loss scale to\s*([\d.e+]+)"
+)
 # Bars for loading, preprocessing and evaluation: their counters are not training steps.
 _AUX_BAR = re.compile(
     r"Loading|Map|Generat|Token|Filter|Download|Fetch|Convert|Preprocess|Running|Dataset|Batches"
@@ -39,7 +43,10 @@ _DS_STEP = re.compile(r"\bstep=(\d+), skipped=(\d+)")
 
 
 def clean(text: str) -> str:
-    """Drop ANSI codes, NULs and control bytes; CRLF -> LF. "\\x1b[32mok\\x1b[0m\\r\\n" -> "ok\\n"."""
+    """Drop ANSI codes, NULs and control bytes; CRLF -> LF.
+
+    "\\x1b[32mok\\x1b[0m\\r\\n" -> "ok\\n"
+    """
     # bytes.translate deletes control bytes at memory speed; a regex over 20 MB is 10x slower.
     # Control characters are ASCII, so deleting them from the UTF-8 bytes is exact.
     data = text.encode("utf-8", errors="replace").translate(None, _JUNK_BYTES)
@@ -141,7 +148,9 @@ class Analyzer:
                 self._add_error(err)
                 return
             # Frames and source lines belong to the traceback, not to the error lines.
-            in_traceback = self.tracebacks.pending and (body[:1] in " \t" or body[:9] == "Traceback")
+            in_traceback = self.tracebacks.pending and (
+                body[:1] in " \t" or body[:9] == "Traceback"
+            )
         if self._metric_line(body):
             return
         if body in self._seen:
@@ -220,8 +229,13 @@ class Analyzer:
         if step is not None:
             self._step = step
         self._ordinal += 1
+        metrics, add = self.metrics, self.monitor.add
         for name, value in values.items():
-            self._add_point(name, step, value)
+            series = metrics.get(name)
+            if series is None:
+                series = metrics[name] = []
+            series.append((step, value))
+            add(name, step, value)
 
     def _add_point(self, name: str, step: int | None, value: float) -> None:
         series = self.metrics.get(name)
@@ -254,7 +268,7 @@ class Analyzer:
             return False
         for entry in history:
             if isinstance(entry, dict):
-                rec = parse_record(json.dumps(entry))
+                rec = record_from_dict(entry)
                 if rec is not None:
                     self._record(*rec)
         self._keep_context(json.dumps({k: v for k, v in doc.items() if k != "log_history"}))
@@ -287,7 +301,7 @@ class Analyzer:
         for needle in ("Error", "error:", "Traceback", "nan"):
             i = line.find(needle)
             if i >= 0:
-                self._check_error_line(line[max(0, i - 100): i + 200])
+                self._check_error_line(line[max(0, i - 100) : i + 200])
                 return
 
     def _keep_context(self, body: str) -> None:

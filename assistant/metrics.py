@@ -24,7 +24,9 @@ _PLAIN_PAIR = re.compile(
     + r")(?![\w.])",
     re.IGNORECASE,
 )
-_PLAIN_METRIC = re.compile(r"loss|norm|lr$|learning_rate|reward|kl|acc|ppl|perplexity|entropy|score")
+_PLAIN_METRIC = re.compile(
+    r"loss|norm|lr$|learning_rate|reward|kl|acc|ppl|perplexity|entropy|score"
+)
 
 _ALIASES = {
     "lr": "learning_rate",
@@ -38,15 +40,33 @@ _ALIASES = {
 }
 # Keys in Trainer/swift dicts that are bookkeeping, not training signals.
 _SKIP = {
-    "epoch", "step", "global_step", "global_step/max_steps", "total_flos", "percentage",
-    "elapsed_time", "remaining_time", "train_speed(iter/s)", "memory(gib)", "num_input_tokens_seen",
-    "num_tokens", "iteration", "iter", "it", "max_steps", "consumed_samples", "consumed samples",
+    "epoch",
+    "step",
+    "global_step",
+    "global_step/max_steps",
+    "total_flos",
+    "percentage",
+    "elapsed_time",
+    "remaining_time",
+    "train_speed(iter/s)",
+    "memory(gib)",
+    "num_input_tokens_seen",
+    "num_tokens",
+    "iteration",
+    "iter",
+    "it",
+    "max_steps",
+    "consumed_samples",
+    "consumed samples",
 }
 _CONFIG_KEYS = ("enabled", "initial_scale_power", "loss_scale_window", "train_batch_size")
 
 
 def metric_name(key: str) -> str:
-    """Canonical series name: 'train/loss' -> 'loss', 'eval/loss' -> 'eval_loss', 'lr' -> 'learning_rate'."""
+    """Canonical series name.
+
+    'train/loss' -> 'loss', 'eval/loss' -> 'eval_loss', 'lr' -> 'learning_rate'
+    """
     k = key.strip().lower().replace(" ", "_")
     if k.startswith("train/"):
         k = k[6:]
@@ -67,7 +87,7 @@ _KEYS: dict[str, tuple[str, bool, bool]] = {}
 
 
 def _key(raw: str) -> tuple[str, bool, bool]:
-    """(series name, worth keeping, looks like a training metric), cached: keys repeat every line."""
+    """(series name, worth keeping, looks like a metric); cached, as keys repeat every line."""
     hit = _KEYS.get(raw)
     if hit is None:
         name = metric_name(raw)
@@ -92,7 +112,7 @@ def parse_record(line: str) -> tuple[int | None, dict[str, float]] | None:
     values: dict[str, float] = {}
     metric_seen = False
     for key, raw in pairs:
-        name, keep, is_metric = _key(key)
+        name, keep, is_metric = _KEYS.get(key) or _key(key)
         if name in ("step", "global_step"):
             step = _int(raw)
         elif name in _CONFIG_KEYS:
@@ -108,6 +128,26 @@ def parse_record(line: str) -> tuple[int | None, dict[str, float]] | None:
     return step, values
 
 
+def record_from_dict(entry: dict) -> tuple[int | None, dict[str, float]] | None:
+    """A parsed JSON record (a trainer_state.json log_history entry), same rules as parse_record.
+
+    {"loss": 0.5, "step": 10, "epoch": 0.1} -> (10, {"loss": 0.5})
+    """
+    step = None
+    values: dict[str, float] = {}
+    metric_seen = False
+    for key, value in entry.items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        name, keep, is_metric = _key(str(key))
+        if name in ("step", "global_step"):
+            step = int(value) if value == value and abs(value) < 1e18 else None
+        elif keep:
+            values[name] = float(value)
+            metric_seen = metric_seen or is_metric
+    return (step, values) if metric_seen else None
+
+
 def parse_progress(line: str) -> tuple[int, int, dict[str, float]] | None:
     """A tqdm bar: (done, total, postfix metrics).
 
@@ -118,7 +158,7 @@ def parse_progress(line: str) -> tuple[int, int, dict[str, float]] | None:
     if not m:
         return None
     values: dict[str, float] = {}
-    tail = line[m.end():]
+    tail = line[m.end() :]
     if "=" in tail:
         for key, raw in _POSTFIX.findall(tail):
             name, keep, _ = _key(key)

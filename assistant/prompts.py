@@ -63,16 +63,22 @@ def build_messages(prepared, rich_model: bool) -> tuple[list[dict], str, list[st
             facts=_facts(prepared),
             excerpt=_quote(prepared.query[:LOG_EXCERPT_CHARS]),
         )
-        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}], "", \
-            RICH_STOP
+        return (
+            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+            "",
+            RICH_STOP,
+        )
     user = SMALL_TEMPLATE.format(
         title=article.title,
         cause=article.cause,
         fix=article.fix[0] if article.fix else "",
         facts=_facts(prepared),
     )
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}], \
-        SMALL_PREFILL, SMALL_STOP
+    return (
+        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+        SMALL_PREFILL,
+        SMALL_STOP,
+    )
 
 
 def _quote(text: str) -> str:

@@ -21,7 +21,8 @@ def markdown_to_html(text: str) -> str:
 def _link(url: str) -> str:
     if not url.startswith(_SAFE_SCHEMES):
         return html.escape(url)
-    return f'<a href="{html.escape(url, quote=True)}" target="_blank" rel="noopener">{html.escape(url)}</a>'
+    href = html.escape(url, quote=True)
+    return f'<a href="{href}" target="_blank" rel="noopener">{html.escape(url)}</a>'
 
 
 def article_html(article: Article) -> str:
@@ -54,11 +55,14 @@ def case_cards_html(hits: list[Hit], abstained: bool, language: str = "en") -> s
             f"{hit.confidence:.0%}</div>"
             f"<div><b>Symptom:</b> {html.escape(symptom)}</div>"
             f"<div><b>Cause:</b> {html.escape(cause)}</div>"
-            "<div><b>Fix:</b><ol>" + "".join(f"<li>{html.escape(s)}</li>" for s in fix[:4])
+            "<div><b>Fix:</b><ol>"
+            + "".join(f"<li>{html.escape(s)}</li>" for s in fix[:4])
             + "</ol></div>"
             "<div><b>Evidence:</b><ul>"
-            + "".join(f"<li>{html.escape(e)}</li>" for e in hit.evidence[:4]) + "</ul></div>"
-            "<div><b>Sources:</b><ul>" + "".join(f"<li>{_link(u)}</li>" for u in a.sources[:4])
+            + "".join(f"<li>{html.escape(e)}</li>" for e in hit.evidence[:4])
+            + "</ul></div>"
+            "<div><b>Sources:</b><ul>"
+            + "".join(f"<li>{_link(u)}</li>" for u in a.sources[:4])
             + "</ul></div></div>"
         )
     return "\n".join(cards)

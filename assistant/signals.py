@@ -32,7 +32,9 @@ class Anomaly:
 class ErrorInfo:
     type: str  # "ValueError", "torch.OutOfMemoryError"
     message: str  # first line of the exception message
-    frames: list[str] = field(default_factory=list)  # "transformers/trainer.py:1234 train", last few
+    frames: list[str] = field(
+        default_factory=list
+    )  # "transformers/trainer.py:1234 train", last few
 
     @property
     def line(self) -> str:

@@ -1,4 +1,4 @@
-"""Adapt an article's snippets to the user's run: their form (CLI, YAML, Python), values, versions."""
+"""Adapt an article's snippets to the user's run: form (CLI, YAML, Python), values, versions."""
 
 from __future__ import annotations
 
@@ -139,8 +139,9 @@ def _adapt(snippet: Snippet, signals: LogSignals, fix_words: set[str], article: 
 def _family_fits(signals: LogSignals, article: Article) -> bool:
     family = (signals.model or {}).get("family") or ""
     models = [m.lower() for m in article.models]
-    return bool(family) and ("any" in models or any(family.startswith(m) or m.startswith(family)
-                                                     for m in models))
+    return bool(family) and (
+        "any" in models or any(family.startswith(m) or m.startswith(family) for m in models)
+    )
 
 
 def _py_literal(value: str) -> str:

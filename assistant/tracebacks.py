@@ -6,11 +6,13 @@ import re
 
 from assistant.signals import ErrorInfo
 
-# "[rank0]: ", "[default3]:", "rank1: ", "[1,0]<stderr>:", "worker-2: " (pdsh, only before a traceback)
+# "[rank0]: ", "[default3]:", "rank1: ", "[1,0]<stderr>:"; pdsh "worker-2: " only before a traceback
 _PREFIX = re.compile(
     r"^\s*(\[(?:rank|default|RANK)\s?\d+\]\s*:?|rank\s?\d+\s*:|\[\d+,\d+\]<std(?:err|out)>:)\s?"
 )
-_HOST_PREFIX = re.compile(r"^([\w.-]{1,40}): (?=Traceback \(|\s+File \"|[\w.]*(?:Error|Exception)\b)")
+_HOST_PREFIX = re.compile(
+    r"^([\w.-]{1,40}): (?=Traceback \(|\s+File \"|[\w.]*(?:Error|Exception)\b)"
+)
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?')
 _EXC = re.compile(
     r"^([A-Za-z_][\w.]{0,100}?(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault|Timeout"
@@ -21,26 +23,33 @@ MAX_NOISE = 30  # unrelated lines tolerated inside a traceback before we call it
 
 
 def split_prefix(line: str) -> tuple[str, str]:
-    """Rank prefix and the rest: "[rank1]: Traceback (most recent call last):" -> ("[rank1]:", ...)."""
+    """Rank prefix and the rest.
+
+    "[rank1]: Traceback (most recent call last):" -> ("[rank1]:", "Traceback (most recent ...")
+    """
     c = line[:1]
     if c in "[r \t":
         m = _PREFIX.match(line)
         if m:
-            return m.group(1).replace(" ", ""), line[m.end():]
+            return m.group(1).replace(" ", ""), line[m.end() :]
     elif ": " in line[:42]:
         m = _HOST_PREFIX.match(line)
         if m:
-            return m.group(1), line[m.end():]
+            return m.group(1), line[m.end() :]
     return "", line
 
 
 def short_frame(path: str, lineno: str, func: str | None) -> str:
-    """'/x/site-packages/transformers/trainer.py', '1234', 'train' -> 'transformers/trainer.py:1234 train'."""
+    """A frame as "file:line function", library paths cut after site-packages.
+
+    '/x/site-packages/transformers/trainer.py', '1234', 'train'
+        -> 'transformers/trainer.py:1234 train'
+    """
     p = path.replace("\\", "/")
     for marker in ("site-packages/", "dist-packages/"):
         i = p.rfind(marker)
         if i >= 0:
-            p = p[i + len(marker):]
+            p = p[i + len(marker) :]
             break
     else:
         p = "/".join(p.split("/")[-2:])

@@ -13,7 +13,7 @@ import gradio as gr
 from assistant.api import create_api
 from assistant.feedback import Feedback, FeedbackStore
 from assistant.render import article_html, case_cards_html
-from assistant.service import Assistant, AskResult, Prepared
+from assistant.service import AskResult, Assistant, Prepared
 from kb.articles import load_articles
 from kb.errors import KbError
 from kb.inputs import read_text_file
@@ -101,19 +101,30 @@ def build_demo(assistant: Assistant, feedback: FeedbackStore) -> gr.Blocks:
                     cards = case_cards_html(item.hits, item.abstained, item.language)
                     plot = _curve_image(item.signals)
                     top = item.hits[0].article if item.hits and not item.abstained else None
-                    last = LastAnswer(item.query[:4000], top.id if top else None,
-                                      top.failure_mode if top else None)
-                    history[-1] = {"role": "assistant",
-                                   "content": _safe_markdown(item.composed.text)}
+                    last = LastAnswer(
+                        item.query[:4000],
+                        top.id if top else None,
+                        top.failure_mode if top else None,
+                    )
+                    history[-1] = {
+                        "role": "assistant",
+                        "content": _safe_markdown(item.composed.text),
+                    }
                     yield history, cards, plot, last, ""
                     if use_llm and not item.abstained:
-                        history[-1] = {"role": "assistant", "content": "**Summary:** …\n\n"
-                                       + _safe_markdown(item.composed.text)}
+                        history[-1] = {
+                            "role": "assistant",
+                            "content": "**Summary:** …\n\n" + _safe_markdown(item.composed.text),
+                        }
                 elif isinstance(item, str):
                     summary += item
-                    history[-1] = {"role": "assistant", "content": "**Summary:** "
-                                   + _safe_markdown(summary) + " …\n\n"
-                                   + _safe_markdown(last_text(history))}
+                    history[-1] = {
+                        "role": "assistant",
+                        "content": "**Summary:** "
+                        + _safe_markdown(summary)
+                        + " …\n\n"
+                        + _safe_markdown(last_text(history)),
+                    }
                     yield history, gr.update(), gr.update(), last, ""
                 elif isinstance(item, AskResult):
                     answer = item.answer
@@ -136,9 +147,16 @@ def build_demo(assistant: Assistant, feedback: FeedbackStore) -> gr.Blocks:
         if not last.query:
             return "Ask something first."
         try:
-            feedback.add(Feedback(query=last.query, article_id=last.article_id,
-                                  failure_mode=last.failure_mode, rating=rating,
-                                  fixed=fixed or None, comment=comment or ""))
+            feedback.add(
+                Feedback(
+                    query=last.query,
+                    article_id=last.article_id,
+                    failure_mode=last.failure_mode,
+                    rating=rating,
+                    fixed=fixed or None,
+                    comment=comment or "",
+                )
+            )
         except KbError as exc:
             return f"⚠️ {exc}"
         return "Thanks: feedback recorded."
@@ -156,23 +174,30 @@ def build_demo(assistant: Assistant, feedback: FeedbackStore) -> gr.Blocks:
         return article_html(articles[article_id])
 
     with gr.Blocks(title="kb — fine-tuning troubleshooter") as demo:
-        gr.Markdown("# kb — diagnose a failed fine-tuning run\nPaste an error, a traceback or "
-                    "a training log (or upload the log file). 粘贴报错、堆栈或训练日志。")
+        gr.Markdown(
+            "# kb — diagnose a failed fine-tuning run\nPaste an error, a traceback or "
+            "a training log (or upload the log file). 粘贴报错、堆栈或训练日志。"
+        )
         last = gr.State(LastAnswer())
         with gr.Tab("Diagnose"):
             with gr.Row():
                 with gr.Column(scale=3):
-                    chat = gr.Chatbot(label="kb", height=520, sanitize_html=True,
-                                      elem_id="kb-chat")
-                    message = gr.Textbox(label="Error, traceback or log", lines=6,
-                                         elem_id="kb-input",
-                                         placeholder="Paste here / 粘贴到这里")
+                    chat = gr.Chatbot(label="kb", height=520, sanitize_html=True, elem_id="kb-chat")
+                    message = gr.Textbox(
+                        label="Error, traceback or log",
+                        lines=6,
+                        elem_id="kb-input",
+                        placeholder="Paste here / 粘贴到这里",
+                    )
                     with gr.Row():
-                        upload = gr.File(label="…or upload a log file", type="filepath",
-                                         file_types=[".log", ".txt", ".json", ".yaml", ".yml",
-                                                     ".out", ".err"])
-                        use_llm = gr.Checkbox(value=settings.llm_backend != "none",
-                                              label="Add a local-model summary")
+                        upload = gr.File(
+                            label="…or upload a log file",
+                            type="filepath",
+                            file_types=[".log", ".txt", ".json", ".yaml", ".yml", ".out", ".err"],
+                        )
+                        use_llm = gr.Checkbox(
+                            value=settings.llm_backend != "none", label="Add a local-model summary"
+                        )
                     send = gr.Button("Diagnose", variant="primary", elem_id="kb-send")
                     gr.Examples(EXAMPLES, inputs=[message], label="Examples")
                 with gr.Column(scale=2):
@@ -190,10 +215,12 @@ def build_demo(assistant: Assistant, feedback: FeedbackStore) -> gr.Blocks:
             send.click(diagnose, [message, upload, use_llm, chat, last], outputs)
             message.submit(diagnose, [message, upload, use_llm, chat, last], outputs)
             helpful.click(lambda c, lst: rate("helpful", None, c, lst), [comment, last], fb_status)
-            not_helpful.click(lambda c, lst: rate("not_helpful", None, c, lst), [comment, last],
-                              fb_status)
-            send_fb.click(lambda f, c, lst: rate(None, f, c, lst), [fixed, comment, last],
-                          fb_status)
+            not_helpful.click(
+                lambda c, lst: rate("not_helpful", None, c, lst), [comment, last], fb_status
+            )
+            send_fb.click(
+                lambda f, c, lst: rate(None, f, c, lst), [fixed, comment, last], fb_status
+            )
         with gr.Tab("Browse articles"):
             query = gr.Textbox(label="Search the articles", elem_id="kb-browse-q")
             pick = gr.Dropdown(choices=sorted(articles), label="Article", elem_id="kb-browse-pick")
@@ -216,14 +243,16 @@ def create_app(settings: Settings, warm: bool = True):
     feedback = FeedbackStore(settings.feedback_db)
     api = create_api(assistant, feedback)
     demo = build_demo(assistant, feedback).queue(default_concurrency_limit=2)
-    return gr.mount_gradio_app(api, demo, path="/", css=CSS,
-                               max_file_size=settings.max_input_bytes)
+    return gr.mount_gradio_app(api, demo, path="/", css=CSS, max_file_size=settings.max_input_bytes)
 
 
 def serve(settings: Settings) -> None:
     import uvicorn
 
     app = create_app(settings)
-    print(f"kb serving on http://{settings.host}:{settings.port}  (API at /api, widget at "
-          f"/widget.js)", flush=True)
+    print(
+        f"kb serving on http://{settings.host}:{settings.port}  (API at /api, widget at "
+        f"/widget.js)",
+        flush=True,
+    )
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")

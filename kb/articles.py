@@ -1,4 +1,4 @@
-"""Articles: one markdown file per known case, YAML front matter + body sections, parsed into dataclasses."""
+"""Articles: one markdown file per case (YAML front matter + body sections) as dataclasses."""
 
 from __future__ import annotations
 

@@ -49,7 +49,9 @@ class BM25:
         doc_len = lengths[np.asarray(cols, dtype=np.int64)] if cols else np.zeros(0, np.float32)
         norm = tf_arr * (k1 + 1) / (tf_arr + k1 * (1 - b + b * doc_len / max(avg_len, 1e-9)))
         data = (idf[row_arr] * norm).astype(np.float32) if rows else np.zeros(0, np.float32)
-        weights = sparse.csr_matrix((data, (row_arr, np.asarray(cols))), shape=(len(vocab), len(docs)))
+        weights = sparse.csr_matrix(
+            (data, (row_arr, np.asarray(cols))), shape=(len(vocab), len(docs))
+        )
         return cls(vocab, weights)
 
     @classmethod

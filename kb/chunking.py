@@ -48,7 +48,9 @@ def chunk_article(article: Article) -> list[Chunk]:
             *article.error_signatures_plain(),
             *article.conditions,
         ),
-        make("Cause", article.cause, article.zh.get("cause", ""), article.sections.get("Cause", "")),
+        make(
+            "Cause", article.cause, article.zh.get("cause", ""), article.sections.get("Cause", "")
+        ),
         make("Fix", *article.fix, *article.zh.get("fix", []), article.sections.get("Fix", "")),
     ]
     for name in ("Symptoms", "How to confirm", "Why"):

@@ -36,12 +36,26 @@ def _console():
 
 
 @click.group(cls=KbGroup)
-@click.option("--articles", "articles_dir", type=click.Path(path_type=Path), default=None,
-              help="Articles directory (default: the bundled articles/; env KB_ARTICLES_DIR).")
-@click.option("--index", "index_dir", type=click.Path(path_type=Path), default=None,
-              help="Index directory (default: .kb/index; env KB_INDEX_DIR).")
-@click.option("--embedder", type=click.Choice(["e5", "minilm", "fused"]), default=None,
-              help="Embedding model (default e5: multilingual; env KB_EMBEDDER).")
+@click.option(
+    "--articles",
+    "articles_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Articles directory (default: the bundled articles/; env KB_ARTICLES_DIR).",
+)
+@click.option(
+    "--index",
+    "index_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Index directory (default: .kb/index; env KB_INDEX_DIR).",
+)
+@click.option(
+    "--embedder",
+    type=click.Choice(["e5", "minilm", "fused"]),
+    default=None,
+    help="Embedding model (default e5: multilingual; env KB_EMBEDDER).",
+)
 @click.version_option(package_name="kb")
 @click.pass_context
 def main(ctx: click.Context, articles_dir, index_dir, embedder) -> None:
@@ -67,8 +81,12 @@ def _read_query(query: str | None, file: Path | None, settings: Settings) -> str
 
 
 @main.command()
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Write the index here instead (a read-only artefact to ship to replicas).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the index here instead (a read-only artefact to ship to replicas).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 @click.pass_obj
 def index(settings: Settings, out: Path | None, as_json: bool) -> None:
@@ -87,10 +105,15 @@ def index(settings: Settings, out: Path | None, as_json: bool) -> None:
         _emit_json(report.to_dict())
         return
     m = report.manifest
-    state = "up to date" if report.unchanged else (
-        f"built: {report.embedded} chunks embedded, {report.reused} reused")
-    click.echo(f"index {state} — {m.n_articles} articles, {m.n_chunks} chunks, {m.vector_kind} "
-               f"search, {m.model_id} ({report.seconds:.1f} s) at {settings.index_dir}")
+    state = (
+        "up to date"
+        if report.unchanged
+        else (f"built: {report.embedded} chunks embedded, {report.reused} reused")
+    )
+    click.echo(
+        f"index {state} — {m.n_articles} articles, {m.n_chunks} chunks, {m.vector_kind} "
+        f"search, {m.model_id} ({report.seconds:.1f} s) at {settings.index_dir}"
+    )
 
 
 @main.command()
@@ -113,8 +136,10 @@ def search(settings: Settings, query: str | None, k: int, as_json: bool) -> None
     if not hits:
         click.echo("no matching case")
     for hit in hits:
-        click.echo(f"{hit.rank}. {hit.article.id}  [{hit.article.failure_mode}]  "
-                   f"confidence {hit.confidence:.0%}")
+        click.echo(
+            f"{hit.rank}. {hit.article.id}  [{hit.article.failure_mode}]  "
+            f"confidence {hit.confidence:.0%}"
+        )
         click.echo(f"   {hit.article.title}")
         for ev in hit.evidence[:2]:
             click.echo(f"   - {ev}")
@@ -122,8 +147,13 @@ def search(settings: Settings, query: str | None, k: int, as_json: bool) -> None
 
 @main.command()
 @click.argument("query", required=False)
-@click.option("--file", "file", type=click.Path(path_type=Path), default=None,
-              help="Read the question or log from a file.")
+@click.option(
+    "--file",
+    "file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Read the question or log from a file.",
+)
 @click.option("-k", "k", type=click.IntRange(1, 20), default=5, show_default=True)
 @click.option("--no-llm", is_flag=True, help="Composed answer only (no language model).")
 @click.option("--show-prompt", is_flag=True, help="Print the LLM prompt that would be used.")
@@ -144,8 +174,7 @@ def ask(settings: Settings, query, file, k, no_llm, show_prompt, as_json) -> Non
         prepared = assistant.prepare(text, k)
         prompt = build_prompt(prepared, rich_model=False) if not prepared.abstained else ""
         if as_json:
-            _emit_json({"query": prepared.query, "abstained": prepared.abstained,
-                        "prompt": prompt})
+            _emit_json({"query": prepared.query, "abstained": prepared.abstained, "prompt": prompt})
         else:
             click.echo(prompt or "(no prompt: no case matched, so the model is not called)")
         return
@@ -159,7 +188,7 @@ def _ask_streaming(assistant, text: str, k: int, use_llm: bool) -> None:
     from assistant.answer import Answer
     from assistant.service import AskResult, Prepared
 
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     prepared = None
     streamed = False
     for item in assistant.stream(text, k, use_llm=use_llm):
@@ -212,8 +241,9 @@ def list_articles(settings: Settings, mode: str | None, as_json: bool) -> None:
 
     articles = [a for a in load_articles(settings.articles_dir) if mode in (None, a.failure_mode)]
     if as_json:
-        _emit_json([{"id": a.id, "failure_mode": a.failure_mode, "title": a.title}
-                    for a in articles])
+        _emit_json(
+            [{"id": a.id, "failure_mode": a.failure_mode, "title": a.title} for a in articles]
+        )
         return
     for a in articles:
         click.echo(f"{a.id:60s} {a.failure_mode}")
@@ -233,25 +263,43 @@ def validate(settings: Settings, as_json: bool) -> None:
     articles, problems = validate_corpus(settings.articles_dir)
     errors = [p for p in problems if p.severity == "error"]
     if as_json:
-        _emit_json({"articles": len(articles), "errors": [p.to_dict() for p in errors],
-                    "warnings": [p.to_dict() for p in problems if p.severity != "error"]})
+        _emit_json(
+            {
+                "articles": len(articles),
+                "errors": [p.to_dict() for p in errors],
+                "warnings": [p.to_dict() for p in problems if p.severity != "error"],
+            }
+        )
     else:
         for p in problems:
             click.echo(f"{p.severity}: {p}", err=True)
-        click.echo(f"{len(articles)} articles, {len(errors)} errors, "
-                   f"{len(problems) - len(errors)} warnings")
+        click.echo(
+            f"{len(articles)} articles, {len(errors)} errors, "
+            f"{len(problems) - len(errors)} warnings"
+        )
     if errors:
         sys.exit(1)
 
 
 @main.command(name="eval")
-@click.option("--cases", "cases_path", type=click.Path(path_type=Path), required=True,
-              help="JSONL with at least query and failure_mode per line.")
-@click.option("--answers", is_flag=True, help="Also score the answers (fix keywords, invented keys).")
+@click.option(
+    "--cases",
+    "cases_path",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="JSONL with at least query and failure_mode per line.",
+)
+@click.option(
+    "--answers", is_flag=True, help="Also score the answers (fix keywords, invented keys)."
+)
 @click.option("--llm", "use_llm", is_flag=True, help="With --answers: include the local LLM.")
 @click.option("--no-signals", is_flag=True, help="Retrieve without the log analyzer's signals.")
-@click.option("--cases-out", type=click.Path(path_type=Path), default=None,
-              help="Write per-case results as JSONL here.")
+@click.option(
+    "--cases-out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write per-case results as JSONL here.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def eval_cmd(settings, cases_path, answers, use_llm, no_signals, cases_out, as_json) -> None:
@@ -263,18 +311,22 @@ def eval_cmd(settings, cases_path, answers, use_llm, no_signals, cases_out, as_j
     from kb.evaluate import load_cases, run_cases, summarize
 
     cases = load_cases(cases_path)
-    results = run_cases(Assistant(settings), cases, use_signals=not no_signals, answers=answers,
-                        use_llm=use_llm)
+    results = run_cases(
+        Assistant(settings), cases, use_signals=not no_signals, answers=answers, use_llm=use_llm
+    )
     summary = summarize(results, answers=answers)
     if cases_out:
-        cases_out.write_text("".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
-                                     for r in results))
+        cases_out.write_text(
+            "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in results)
+        )
     if as_json:
         _emit_json(summary)
         return
-    click.echo(f"n={summary['n']} in_scope={summary['in_scope']} hit@1={summary['hit@1']} "
-               f"hit@3={summary['hit@3']} mrr={summary['mrr']} "
-               f"abstain P/R={summary['abstain_precision']}/{summary['abstain_recall']}")
+    click.echo(
+        f"n={summary['n']} in_scope={summary['in_scope']} hit@1={summary['hit@1']} "
+        f"hit@3={summary['hit@3']} mrr={summary['mrr']} "
+        f"abstain P/R={summary['abstain_precision']}/{summary['abstain_recall']}"
+    )
     for name, m in summary["baselines"].items():
         click.echo(f"  baseline {name}: hit@1={m['hit@1']} hit@3={m['hit@3']} mrr={m['mrr']}")
     for mode, m in summary["per_mode"].items():
@@ -306,3 +358,184 @@ def gaps(settings: Settings, cases_path: Path, as_json: bool) -> None:
         for row in rows:
             got = "abstained" if row["abstained"] else ", ".join(row["got"])
             click.echo(f"  - {row['id']}: {row['query']}  [got: {got}]")
+
+
+@main.command()
+@click.argument("source")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Write the loss curve (anomalies marked) to this PNG.",
+)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def analyze(settings: Settings, source: str, plot_path: Path | None, as_json: bool) -> None:
+    """Read a log (FILE or - for stdin): metrics, anomalies, errors, flags, versions, model.
+
+    Example: kb analyze train.log --plot loss.png
+    """
+    from assistant.logs import analyze as analyze_text
+    from assistant.redact import redact
+    from kb.inputs import read_stream, read_text_file
+
+    if source == "-":
+        text = read_stream(sys.stdin.buffer, settings.max_input_bytes)
+    else:
+        text = read_text_file(Path(source), settings.max_input_bytes)
+    signals = analyze_text(redact(text))
+    if plot_path is not None:
+        from assistant.plot import write_png
+
+        write_png(signals, plot_path)
+        click.echo(f"wrote {plot_path}", err=True)
+    if as_json:
+        _emit_json(signals.to_dict())
+        return
+    for a in signals.anomalies:
+        click.echo(f"anomaly {a.kind} in {a.metric} at step {a.step}: {a.detail}")
+    for e in signals.errors:
+        click.echo(f"error: {e.line}")
+    for phrase in signals.evidence_phrases():
+        click.echo(f"- {phrase}")
+    if not (signals.anomalies or signals.errors):
+        click.echo("no anomaly or error found")
+
+
+@main.command()
+@click.argument("source")
+@click.option("--exit-on-anomaly", is_flag=True, help="Exit 3 at the first anomaly or error.")
+@click.option("--poll", type=float, default=0.5, show_default=True, help="Seconds between reads.")
+@click.pass_obj
+def watch(settings: Settings, source: str, exit_on_anomaly: bool, poll: float) -> None:
+    """Follow a training log as it grows; print nothing while healthy, the case when it breaks.
+
+    Example: kb watch train.log --exit-on-anomaly    |    tail -f train.log | kb watch -
+    """
+    from assistant.redact import redact
+    from assistant.service import Assistant
+    from assistant.watch import LogFollower, follow_file
+
+    assistant = Assistant(settings)
+    follower = LogFollower()
+    if source == "-":
+        chunks = iter(lambda: sys.stdin.readline(), "")
+    else:
+        path = Path(source)
+        if not path.exists():
+            raise BadInput(f"no such file: {path}")
+        chunks = follow_file(path, poll_s=poll)
+    for chunk in chunks:
+        for event in follower.feed(redact(chunk)):
+            _report_event(assistant, event)
+            if exit_on_anomaly:
+                sys.exit(3)
+
+
+def _report_event(assistant, event) -> None:
+    from assistant.signals import Anomaly
+
+    if isinstance(event, Anomaly):
+        head = f"step {event.step}: {event.detail}" if event.step is not None else event.detail
+        query = f"{event.metric} {event.kind.replace('_', ' ')}: {event.detail}"
+    else:
+        head = f"error: {event.line}"
+        query = event.line
+    click.echo(f"[kb watch] {head}")
+    hits = assistant.search(query, 1)
+    if hits and hits[0].confidence >= assistant.settings.abstain_threshold:
+        article = hits[0].article
+        click.echo(f"  likely case: {article.title} [{article.failure_mode}]")
+        for i, step in enumerate(article.fix[:3], 1):
+            click.echo(f"  {i}. {step}")
+        click.echo(f"  more: kb show {article.id}")
+    else:
+        click.echo("  no known case matches confidently; run `kb ask --file` on the log")
+    sys.stdout.flush()
+
+
+@main.command()
+@click.option("--host", default=None, help="Bind address (default 127.0.0.1; env KB_HOST).")
+@click.option("--port", type=int, default=None, help="Port (default 7860; env KB_PORT).")
+@click.option("--no-llm", is_flag=True, help="Composed answers only.")
+@click.pass_obj
+def serve(settings: Settings, host: str | None, port: int | None, no_llm: bool) -> None:
+    """Serve the web chat, the JSON API and the docs widget from one process.
+
+    Example: kb serve --port 7860
+    """
+    from dataclasses import replace
+
+    from assistant.webapp import serve as run_server
+
+    settings = replace(
+        settings,
+        host=host or settings.host,
+        port=port or settings.port,
+        llm_backend="none" if no_llm else settings.llm_backend,
+    )
+    run_server(settings)
+
+
+@main.command()
+@click.option("--quick", is_flag=True, help="A run under a minute (10k vectors, short load).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def bench(settings: Settings, quick: bool, as_json: bool) -> None:
+    """Benchmark index build, retrieval at 10k/100k/1M chunks, ask, the LLM and the API.
+
+    Example: kb bench --quick --json
+    """
+    from kb.bench import dumps, run
+
+    result = run(settings, quick, log=lambda msg: click.echo(f"bench: {msg}", err=True))
+    click.echo(dumps(result) if as_json else _bench_table(result))
+
+
+def _bench_table(result: dict) -> str:
+    lines = ["size        kind  build_s  ann_p50  ann_p95  exact_p50  recall@10"]
+    for size, r in result["retrieval"].items():
+        lines.append(
+            f"{size:>10}  {r['kind']:>4}  {r['build_s']:>7}  {r['ann_p50_ms']:>7}  "
+            f"{r['ann_p95_ms']:>7}  {r['exact_p50_ms']:>9}  {r['recall@10']:>9}"
+        )
+    for key in (
+        "index_build_s",
+        "search_warm_ms",
+        "dense_only_ms",
+        "bm25_only_ms",
+        "ask_warm_ms",
+        "ask_cold_s",
+        "first_token_s",
+        "tokens_per_s",
+        "api_rps",
+        "peak_rss_mb",
+    ):
+        if key in result:
+            lines.append(f"{key}: {result[key]}")
+    return "\n".join(lines)
+
+
+@main.group()
+def feedback() -> None:
+    """Feedback stored by the web app and the API.
+
+    Example: kb feedback export > feedback.jsonl
+    """
+
+
+@feedback.command(name="export")
+@click.option("--not-helpful", is_flag=True, help="Only answers rated not helpful / not fixed.")
+@click.pass_obj
+def feedback_export(settings: Settings, not_helpful: bool) -> None:
+    """Write the feedback as JSONL (one row per answer rating).
+
+    Example: kb feedback export --not-helpful > gaps.jsonl
+    """
+    from assistant.feedback import FeedbackStore
+
+    store = FeedbackStore(settings.feedback_db)
+    rows = store.not_helpful() if not_helpful else store.rows()
+    for row in rows:
+        click.echo(json.dumps(row, ensure_ascii=False))

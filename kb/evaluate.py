@@ -1,4 +1,4 @@
-"""`kb eval`: retrieval (and answer) quality on JSONL cases, hybrid against BM25 and dense baselines."""
+"""`kb eval`: retrieval and answer quality on JSONL cases, hybrid vs BM25 and dense baselines."""
 
 from __future__ import annotations
 
@@ -94,8 +94,13 @@ def _ranking_metrics(ranks: list[int | None]) -> dict:
     }
 
 
-def run_cases(assistant, cases: list[Case], use_signals: bool = True, answers: bool = False,
-              use_llm: bool = False) -> list[CaseResult]:
+def run_cases(
+    assistant,
+    cases: list[Case],
+    use_signals: bool = True,
+    answers: bool = False,
+    use_llm: bool = False,
+) -> list[CaseResult]:
     """Run every case through the real ask pipeline (and the two baselines on the same index)."""
     from assistant.guard import invented_names
 
@@ -109,8 +114,12 @@ def run_cases(assistant, cases: list[Case], use_signals: bool = True, answers: b
             answer = res.answer
         else:
             prepared = assistant.prepare(case.query, k=5, use_signals=use_signals)
-            hits, abstained, needs, answer = (prepared.hits, prepared.abstained, prepared.needs,
-                                              prepared.composed)
+            hits, abstained, needs, answer = (
+                prepared.hits,
+                prepared.abstained,
+                prepared.needs,
+                prepared.composed,
+            )
         latency = (time.perf_counter() - start) * 1000
         text = case.query[:4000]
         bm25_order, _ = retriever.bm25_articles(text)
@@ -150,11 +159,15 @@ def summarize(results: list[CaseResult], answers: bool = False) -> dict:
         **_ranking_metrics([r.rank for r in in_scope]),
         "abstain_precision": round(
             sum(1 for r in abstained if r.case.failure_mode == OUT_OF_SCOPE) / len(abstained), 4
-        ) if abstained else None,
+        )
+        if abstained
+        else None,
         "abstain_recall": round(sum(1 for r in oos if r.abstained) / len(oos), 4) if oos else None,
         "baselines": {
             "bm25": _ranking_metrics([_rank(r.bm25_modes, r.case.failure_mode) for r in in_scope]),
-            "dense": _ranking_metrics([_rank(r.dense_modes, r.case.failure_mode) for r in in_scope]),
+            "dense": _ranking_metrics(
+                [_rank(r.dense_modes, r.case.failure_mode) for r in in_scope]
+            ),
         },
         "latency_ms": {
             "p50": round(statistics.median(latencies), 1) if latencies else None,
@@ -199,8 +212,12 @@ def gaps(results: list[CaseResult]) -> dict[str, list[dict]]:
         if r.case.failure_mode == OUT_OF_SCOPE or r.rank == 1:
             continue
         grouped.setdefault(r.case.failure_mode, []).append(
-            {"id": r.case.id, "query": _one_line(r.case.query), "got": r.modes[:3],
-             "abstained": r.abstained}
+            {
+                "id": r.case.id,
+                "query": _one_line(r.case.query),
+                "got": r.modes[:3],
+                "abstained": r.abstained,
+            }
         )
     return dict(sorted(grouped.items(), key=lambda kv: -len(kv[1])))
 

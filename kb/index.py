@@ -126,8 +126,10 @@ def build_index(settings: Settings, embedder: Embedder | None = None) -> BuildRe
     digest = corpus_hash(settings.articles_dir)
     try:
         current = read_manifest(index_dir)
-        if current.corpus_hash == digest and current.model_id == model_id and _files_ok(
-            index_dir, current
+        if (
+            current.corpus_hash == digest
+            and current.model_id == model_id
+            and _files_ok(index_dir, current)
         ):
             return BuildReport(current, 0, 0, True, time.perf_counter() - start)
     except (IndexNotFound, CorruptIndex):
@@ -162,7 +164,13 @@ def build_index(settings: Settings, embedder: Embedder | None = None) -> BuildRe
         )
         (tmp_dir / "chunk_keys.json").write_text(json.dumps(keys))
         bm25 = BM25.from_texts([c.text for c in chunks])
-        names = ["vectors.npy", "faiss.index", "chunks.jsonl", "chunk_keys.json", *bm25.save(tmp_dir)]
+        names = [
+            "vectors.npy",
+            "faiss.index",
+            "chunks.jsonl",
+            "chunk_keys.json",
+            *bm25.save(tmp_dir),
+        ]
         manifest = Manifest(
             kb_version=__version__,
             format_version=FORMAT_VERSION,
@@ -185,8 +193,9 @@ def build_index(settings: Settings, embedder: Embedder | None = None) -> BuildRe
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
     _remove_old_versions(index_dir, keep=new_dir)
-    return BuildReport(manifest, len(missing), len(chunks) - len(missing), False,
-                       time.perf_counter() - start)
+    return BuildReport(
+        manifest, len(missing), len(chunks) - len(missing), False, time.perf_counter() - start
+    )
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -234,7 +243,7 @@ def check_fresh(settings: Settings) -> Manifest:
             f'not {expected_model}; run "kb index"'
         )
     if manifest.corpus_hash != corpus_hash(settings.articles_dir):
-        raise IndexStale(f'articles changed since the index was built; run "kb index"')
+        raise IndexStale('articles changed since the index was built; run "kb index"')
     return manifest
 
 
@@ -259,9 +268,13 @@ def load_index(settings: Settings, verify: bool = True) -> LoadedIndex:
     except CorruptIndex:
         raise
     except (OSError, ValueError, TypeError, RuntimeError, KeyError) as exc:
-        raise CorruptIndex(f'index at {directory} is unreadable; run "kb index" to rebuild it') from exc
-    if len(chunks) != manifest.n_chunks or vectors.index.ntotal != len(chunks) or (
-        bm25.n_docs != len(chunks)
+        raise CorruptIndex(
+            f'index at {directory} is unreadable; run "kb index" to rebuild it'
+        ) from exc
+    if (
+        len(chunks) != manifest.n_chunks
+        or vectors.index.ntotal != len(chunks)
+        or (bm25.n_docs != len(chunks))
     ):
         raise CorruptIndex(f'index at {directory} is inconsistent; run "kb index" to rebuild it')
     articles = {a.id: a for a in load_articles(settings.articles_dir)}

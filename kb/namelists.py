@@ -91,8 +91,16 @@ def target_names(target: str) -> frozenset[str]:
     if target == "hf-trainer-cli":
         names |= class_params("TrainingArguments")
     if target == "trl-cli":
-        for call in ("SFTConfig", "DPOConfig", "KTOConfig", "RewardConfig", "GRPOConfig",
-                     "ORPOConfig", "CPOConfig", "ModelConfig"):
+        for call in (
+            "SFTConfig",
+            "DPOConfig",
+            "KTOConfig",
+            "RewardConfig",
+            "GRPOConfig",
+            "ORPOConfig",
+            "CPOConfig",
+            "ModelConfig",
+        ):
             names |= class_params(call)
     return frozenset(names)
 

@@ -13,8 +13,8 @@ from kb.index import LoadedIndex
 from kb.signatures import SignatureMatcher
 from kb.text import tokenize
 
-RRF_K = 10
-BM25_RELATIVE_FLOOR = 0.3  # a BM25 match below this share of the best one is dropped  # small corpora: a low constant lets the first ranks dominate
+RRF_K = 10  # small corpora: a low constant lets the first ranks dominate
+BM25_RELATIVE_FLOOR = 0.3  # a BM25 match below this share of the best one is dropped
 DENSE_CANDIDATES = 64
 WEIGHTS = {"signature": 2.0, "bm25": 1.0, "dense": 1.0, "signals": 1.2, "context": 0.3}
 # Dense cosine range of the bundled e5 model on this corpus, used to place a hit on 0..1

@@ -1,4 +1,4 @@
-"""One typed configuration object, built once at the edge (CLI, app) from flags, KB_* env, defaults."""
+"""One typed configuration, built once at the edge (CLI, app) from flags, KB_* env, defaults."""
 
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ STOPWORDS = frozenset(
     into is it its me my no not of on or our so such that the their then there these they this to
     was we were what when where which while who why will with would you your after before also
     just get got use using used any all one very
-    的 了 是 在 我 也 和 就 都 而 及 与 着 或 一个 没有 我们 你们 他们 这个 那个 请问 怎么 什么 吗 呢 啊 吧""".split()
+    的 了 是 在 我 也 和 就 都 而 及 与 着 或 一个 没有 我们 你们 他们 这个 那个
+    请问 怎么 什么 吗 呢 啊 吧""".split()
 )
 
 
@@ -31,7 +32,9 @@ def tokenize(text: str) -> list[str]:
         tok = match.group(0)
         if _CJK.match(tok):
             terms.extend(ch for ch in tok if ch not in STOPWORDS)
-            terms.extend(tok[i : i + 2] for i in range(len(tok) - 1) if tok[i : i + 2] not in STOPWORDS)
+            terms.extend(
+                tok[i : i + 2] for i in range(len(tok) - 1) if tok[i : i + 2] not in STOPWORDS
+            )
             continue
         if tok in STOPWORDS:
             continue

@@ -14,18 +14,38 @@ import yaml
 
 from kb.articles import SECTION_NAMES, Article, Snippet, article_paths, parse_article
 from kb.errors import ArticleError
-from kb.namelists import PY_CLASSES, LAUNCHER_FLAGS, LibraryMissing, class_params, target_names
+from kb.namelists import LAUNCHER_FLAGS, PY_CLASSES, LibraryMissing, class_params, target_names
 from kb.text import has_cjk
 
 TAXONOMY_FILE = Path(__file__).resolve().parent / "taxonomy.txt"
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 LANGUAGES = {"python", "yaml", "json", "bash"}
 TARGETS = {
-    "transformers", "trl", "peft", "torch", "hf-trainer-cli", "trl-cli", "deepspeed",
-    "llamafactory", "openrlhf", "medicalgpt", "ms-swift", "accelerate", "shell",
+    "transformers",
+    "trl",
+    "peft",
+    "torch",
+    "hf-trainer-cli",
+    "trl-cli",
+    "deepspeed",
+    "llamafactory",
+    "openrlhf",
+    "medicalgpt",
+    "ms-swift",
+    "accelerate",
+    "shell",
 }
-REQUIRED_LISTS = ("frameworks", "stages", "models", "symptoms", "conditions", "fix", "snippets",
-                  "confirm", "sources")
+REQUIRED_LISTS = (
+    "frameworks",
+    "stages",
+    "models",
+    "symptoms",
+    "conditions",
+    "fix",
+    "snippets",
+    "confirm",
+    "sources",
+)
 REQUIRED_TEXT = ("id", "title", "failure_mode", "cause")
 # Tokens that start a training program inside a shell command: flags after them are its own.
 PROGRAM_MARKERS = re.compile(

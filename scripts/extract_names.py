@@ -91,7 +91,9 @@ def load_module(path: Path) -> Module | None:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             for a in node.names:
-                mod.imports.setdefault(a.asname or a.name, []).append((node.module or "", node.level, a.name))
+                mod.imports.setdefault(a.asname or a.name, []).append(
+                    (node.module or "", node.level, a.name)
+                )
     _MODULE_CACHE[path] = mod
     return mod
 
@@ -143,7 +145,9 @@ class Resolver:
                 continue
         return None
 
-    def global_lookup(self, package: str, clsname: str, near: Path | None = None) -> list[tuple[ast.ClassDef, Module]]:
+    def global_lookup(
+        self, package: str, clsname: str, near: Path | None = None
+    ) -> list[tuple[ast.ClassDef, Module]]:
         """Last resort for lazily re-exported names (transformers/trl __init__ magic)."""
         idx = self._class_index.get(package)
         if idx is None:
@@ -229,7 +233,9 @@ def own_fields(cls: ast.ClassDef) -> set[str]:
     return names
 
 
-def class_fields(cls: ast.ClassDef, mod: Module, resolver: Resolver, seen: set | None = None) -> set[str]:
+def class_fields(
+    cls: ast.ClassDef, mod: Module, resolver: Resolver, seen: set | None = None
+) -> set[str]:
     seen = set() if seen is None else seen
     key = (mod.path, cls.name)
     if key in seen:
@@ -283,7 +289,7 @@ def dataclass_roots(files: list[Path]) -> list[tuple[ast.ClassDef, Module]]:
 
 
 def parser_roots(files: list[Path], resolver: Resolver) -> list[tuple[ast.ClassDef, Module]]:
-    """Classes handed to HfArgumentParser / TrlParser (directly or via `dataclass_types = (...)`)."""
+    """Classes handed to HfArgumentParser / TrlParser (directly or via `dataclass_types`)."""
     out = []
     for f in files:
         mod = load_module(f)
@@ -292,7 +298,11 @@ def parser_roots(files: list[Path], resolver: Resolver) -> list[tuple[ast.ClassD
         names: list[str] = []
         for node in ast.walk(mod.tree):
             exprs: list[ast.expr] = []
-            if isinstance(node, ast.Call) and (_dotted_tail(node.func) or "").endswith("Parser") and node.args:
+            if (
+                isinstance(node, ast.Call)
+                and (_dotted_tail(node.func) or "").endswith("Parser")
+                and node.args
+            ):
                 exprs.append(node.args[0])
             elif isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == "dataclass_types" for t in node.targets
@@ -318,7 +328,11 @@ def argparse_flags(files: list[Path]) -> set[str]:
         for node in ast.walk(mod.tree):
             if not (isinstance(node, ast.Call) and _dotted_tail(node.func) == "add_argument"):
                 continue
-            opts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            opts = [
+                a.value
+                for a in node.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            ]
             longs = [o for o in opts if o.startswith("--")]
             for o in longs or [o for o in opts if o.startswith("-")] or opts:
                 names.add(o.lstrip("-"))
@@ -334,7 +348,15 @@ def _pkg(p: Path | None, name: str) -> dict[str, Path]:
 
 def extract_deepspeed(repo: Path, tf: Path | None, trl: Path | None) -> set[str]:
     ds = repo / "deepspeed"
-    skip_dirs = {"inference", "launcher", "checkpoint", "nvme", "ops", "module_inject", "model_implementations"}
+    skip_dirs = {
+        "inference",
+        "launcher",
+        "checkpoint",
+        "nvme",
+        "ops",
+        "module_inject",
+        "model_implementations",
+    }
     files = [
         f
         for f in sorted(ds.rglob("*.py"))
@@ -361,21 +383,37 @@ def extract_deepspeed(repo: Path, tf: Path | None, trl: Path | None) -> set[str]
                         and "DEFAULT" not in t.id
                     ):
                         names.add(v)
-            # 2. literal keys read from the config dict: get_scalar_param(d, "key", ...), d.get("key"), d["key"]
+            # 2. literal keys read from the config dict:
+            #    get_scalar_param(d, "key", ...), d.get("key"), d["key"]
             if isinstance(node, ast.Call):
                 fn = _dotted_tail(node.func) or ""
                 arg = None
                 if re.match(r"^get_\w*param$", fn) and len(node.args) >= 2:
                     arg = node.args[1]
-                elif fn in {"get", "pop", "setdefault"} and node.args and isinstance(node.func, ast.Attribute):
+                elif (
+                    fn in {"get", "pop", "setdefault"}
+                    and node.args
+                    and isinstance(node.func, ast.Attribute)
+                ):
                     recv = ast.unparse(node.func.value)
                     if re.search(r"param|config|dict", recv, re.I):
                         arg = node.args[0]
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and KEY_VALUE.match(arg.value):
+                if (
+                    isinstance(arg, ast.Constant)
+                    and isinstance(arg.value, str)
+                    and KEY_VALUE.match(arg.value)
+                ):
                     names.add(arg.value)
             # 3. keys of literal default dicts, e.g. get_pipeline_config's {"stages": "auto", ...}
-            if isinstance(node, ast.Dict) and node.keys and all(
-                isinstance(k, ast.Constant) and isinstance(k.value, str) and KEY_VALUE.match(k.value) for k in node.keys
+            if (
+                isinstance(node, ast.Dict)
+                and node.keys
+                and all(
+                    isinstance(k, ast.Constant)
+                    and isinstance(k.value, str)
+                    and KEY_VALUE.match(k.value)
+                    for k in node.keys
+                )
             ):
                 names |= {k.value for k in node.keys}
         # 4. pydantic config models: fields + aliases
@@ -383,7 +421,9 @@ def extract_deepspeed(repo: Path, tf: Path | None, trl: Path | None) -> set[str]
             if any(_dotted_tail(b) not in {"Enum", "str", "int"} for b in cls.bases):
                 names |= class_fields(cls, mod, resolver)
     # 5. "optimizer": {"params": {...}} is passed to DeepSpeed's own optimizers' constructors
-    opt_dirs = [ds / "ops" / d for d in ("adam", "adagrad", "lamb", "lion")] + [ds / "runtime" / "fp16" / "onebit"]
+    opt_dirs = [ds / "ops" / d for d in ("adam", "adagrad", "lamb", "lion")] + [
+        ds / "runtime" / "fp16" / "onebit"
+    ]
     for f in sorted(x for d in opt_dirs if d.is_dir() for x in d.glob("*.py")):
         mod = load_module(f)
         if mod is None:
@@ -392,13 +432,23 @@ def extract_deepspeed(repo: Path, tf: Path | None, trl: Path | None) -> set[str]
             for fn in cls.body:
                 if isinstance(fn, ast.FunctionDef) and fn.name == "__init__":
                     a = fn.args
-                    names |= {x.arg for x in a.posonlyargs + a.args[1:] + a.kwonlyargs if KEY_VALUE.match(x.arg)}
+                    names |= {
+                        x.arg
+                        for x in a.posonlyargs + a.args[1:] + a.kwonlyargs
+                        if KEY_VALUE.match(x.arg)
+                    }
     return names
 
 
 def extract_llamafactory(repo: Path, tf: Path | None, trl: Path | None) -> set[str]:
     hp = repo / "src" / "llamafactory" / "hparams"
-    resolver = Resolver({"llamafactory": repo / "src" / "llamafactory", **_pkg(tf, "transformers"), **_pkg(trl, "trl")})
+    resolver = Resolver(
+        {
+            "llamafactory": repo / "src" / "llamafactory",
+            **_pkg(tf, "transformers"),
+            **_pkg(trl, "trl"),
+        }
+    )
     names: set[str] = set()
     for cls, mod in dataclass_roots(sorted(hp.glob("*.py"))):
         names |= class_fields(cls, mod, resolver)
@@ -452,7 +502,9 @@ def extract_hf_examples(repo: Path, tf: Path | None, trl: Path | None) -> set[st
         names |= class_fields(cls, mod, resolver)
     if trl is not None:
         tresolver = Resolver({"trl": trl})
-        scripts = sorted(f for f in (trl / "scripts").glob("*.py") if f.name not in {"vllm_serve.py", "env.py"})
+        scripts = sorted(
+            f for f in (trl / "scripts").glob("*.py") if f.name not in {"vllm_serve.py", "env.py"}
+        )
         for cls, mod in parser_roots(scripts, tresolver):
             names |= class_fields(cls, mod, tresolver)
     return names
@@ -476,11 +528,23 @@ def _labelled(s: str) -> tuple[str, Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("list", choices=sorted(EXTRACTORS))
-    ap.add_argument("--repo", action="append", required=True, type=_labelled, help="LABEL=PATH of a checkout")
-    ap.add_argument("--transformers", action="append", default=[], type=_labelled, help="LABEL=PATH of the package dir")
-    ap.add_argument("--trl", action="append", default=[], type=_labelled, help="LABEL=PATH of the package dir")
+    ap.add_argument(
+        "--repo", action="append", required=True, type=_labelled, help="LABEL=PATH of a checkout"
+    )
+    ap.add_argument(
+        "--transformers",
+        action="append",
+        default=[],
+        type=_labelled,
+        help="LABEL=PATH of the package dir",
+    )
+    ap.add_argument(
+        "--trl", action="append", default=[], type=_labelled, help="LABEL=PATH of the package dir"
+    )
     ap.add_argument("--out", type=Path, help="output file (default: stdout)")
     args = ap.parse_args(argv)
     fn = EXTRACTORS[args.list]
@@ -495,7 +559,9 @@ def main(argv: list[str] | None = None) -> int:
     combos += [(args.repo[0], t, trl0) for t in args.transformers[1:]]
     combos += [(args.repo[0], tf0, t) for t in args.trl[1:]]
     for (rl, rp), (tl, tp), (ql, qp) in combos:
-        label = next(lbl for lbl, src in ((rl, args.repo[0][0]), (tl, tf0[0]), (ql, trl0[0])) if lbl != src)
+        label = next(
+            lbl for lbl, src in ((rl, args.repo[0][0]), (tl, tf0[0]), (ql, trl0[0])) if lbl != src
+        )
         for n in sorted(fn(rp, tp, qp) - primary):
             extra.setdefault(n, []).append(label)
     names = primary | set(extra)
@@ -504,7 +570,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"odd names: {bad[:10]}")
 
     lines = [
-        f"# kb/names/{args.list}.txt -- generated by scripts/extract_names.py {args.list}; do not edit by hand",
+        f"# kb/names/{args.list}.txt -- generated by scripts/extract_names.py {args.list};"
+        " do not edit by hand",
         f"# generated: {datetime.date.today().isoformat()}",
         f"# primary source: {args.repo[0][0]}",
     ]
@@ -513,17 +580,26 @@ def main(argv: list[str] | None = None) -> int:
     for lbl, _ in args.repo[1:] + args.transformers[1:] + args.trl[1:]:
         lines.append(f"# also unioned: {lbl}")
     if extra:
-        lines.append(f"# {len(extra)} names below are NOT in the primary source, only in (first..last):")
+        lines.append(
+            f"# {len(extra)} names below are NOT in the primary source, only in (first..last):"
+        )
         for n in sorted(extra):
             labels = extra[n]
-            span = labels[0] if len(labels) == 1 else f"{labels[0]} .. {labels[-1]} ({len(labels)} sources)"
+            span = (
+                labels[0]
+                if len(labels) == 1
+                else f"{labels[0]} .. {labels[-1]} ({len(labels)} sources)"
+            )
             lines.append(f"#   {n}: {span}")
     lines += sorted(names)
     text = "\n".join(lines) + "\n"
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
-        print(f"{args.out}: {len(names)} names ({len(extra)} only in non-primary sources)", file=sys.stderr)
+        print(
+            f"{args.out}: {len(names)} names ({len(extra)} only in non-primary sources)",
+            file=sys.stderr,
+        )
     else:
         sys.stdout.write(text)
     return 0

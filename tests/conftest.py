@@ -1,4 +1,4 @@
-"""Shared fixtures: offline mode, a tiny article corpus, and the real bundled embedder (loaded once)."""
+"""Shared fixtures: offline mode, a tiny article corpus, the real bundled models (loaded once)."""
 
 from __future__ import annotations
 

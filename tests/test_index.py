@@ -14,7 +14,10 @@ def test_build_load_round_trip(tiny_settings):
     assert not report.unchanged and report.embedded == report.manifest.n_chunks
     loaded = load_index(tiny_settings)
     assert set(loaded.articles) == {
-        "fixture-fp16-overflow", "fixture-dpo-stuck", "missing-pad-token-llama3-reward-model"}
+        "fixture-fp16-overflow",
+        "fixture-dpo-stuck",
+        "missing-pad-token-llama3-reward-model",
+    }
     assert loaded.vectors.index.ntotal == len(loaded.chunks) == loaded.bm25.n_docs
     manifest = json.loads((tiny_settings.index_dir / "manifest.json").read_text())
     assert manifest["dim"] == 384 and manifest["model_id"].startswith("intfloat/multilingual-e5")

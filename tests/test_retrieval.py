@@ -14,9 +14,14 @@ def retriever(tiny_settings):
 @pytest.mark.parametrize(
     "query, expected",
     [
-        ("ValueError: Cannot handle batch sizes > 1 if no padding token is defined.",
-         "missing-pad-token-llama3-reward-model"),
-        ("llama3 没有 pad token，batch size 大于 1 就报错", "missing-pad-token-llama3-reward-model"),
+        (
+            "ValueError: Cannot handle batch sizes > 1 if no padding token is defined.",
+            "missing-pad-token-llama3-reward-model",
+        ),
+        (
+            "llama3 没有 pad token，batch size 大于 1 就报错",
+            "missing-pad-token-llama3-reward-model",
+        ),
         ("{'loss': nan, 'grad_norm': nan} with fp16", "fixture-fp16-overflow"),
         ("训练时 loss 变成 nan", "fixture-fp16-overflow"),
         ("dpo loss 一直是 0.693 不下降", "fixture-dpo-stuck"),

@@ -25,7 +25,9 @@ def test_numbers_are_not_split():
 
 
 def test_normalize_for_match_drops_quotes_and_spaces():
-    assert normalize_for_match("Cannot  set a `non-string`\nvalue") == "cannot set a non-string value"
+    assert (
+        normalize_for_match("Cannot  set a `non-string`\nvalue") == "cannot set a non-string value"
+    )
 
 
 def test_bm25_matches_brute_force():
