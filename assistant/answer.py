@@ -22,6 +22,7 @@ HEADINGS = {
         "sources": "Sources",
         "evidence": "Evidence",
         "none": "No known case matches this report.",
+        "why_none": "why",
         "nearest": "Nearest cases (none is a confident match)",
         "add": (
             "If this is a real training failure kb should know, add an article: copy an existing "
@@ -41,6 +42,7 @@ HEADINGS = {
         "sources": "参考来源",
         "evidence": "依据",
         "none": "知识库中没有与该报告匹配的已知案例。",
+        "why_none": "原因",
         "nearest": "最接近的案例（都不是可靠匹配）",
         "add": (
             "如果这是 kb 应该知道的训练故障，请添加一篇文章：参考 articles/ 中的现有文件和 "
@@ -104,6 +106,7 @@ def compose_answer(
     language: str,
     needs: list[str],
     snippets: list[Snippet] | None = None,
+    abstain_reason: str = "",
 ) -> Answer:
     h = HEADINGS[language]
     lines: list[str] = []
@@ -113,6 +116,8 @@ def compose_answer(
         lines.append("")
     if abstained or not hits:
         lines.append(h["none"])
+        if abstain_reason:
+            lines.append(f"({h['why_none']}: {abstain_reason})")
         if hits:
             lines.append(f"{h['nearest']}:")
             for hit in hits[:3]:

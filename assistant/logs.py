@@ -335,7 +335,18 @@ class Analyzer:
             hardware=ctx.hardware,
             precision=ctx.precision,
             has_error_text=bool(self.errors) or self.has_error_line,
+            version_change=bool(VERSION_CHANGE.search(context_text)),
         )
+
+
+# The user says a library version change made the difference: the mark of a version mismatch.
+VERSION_CHANGE = re.compile(
+    r"\b(downgrad\w*|after (?:upgrading|updating)|since (?:upgrading|updating)|"
+    r"(?:worked|works|working) (?:fine )?(?:with|on|in) (?:the )?(?:older|previous|v?\d+\.\d+)|"
+    r"(?:new|latest) version (?:breaks|broke)|regression)\b"
+    r"|降级|升级(?:之后|以后|后)|(?:换|回退)到?旧版本|版本(?:不兼容|问题)",
+    re.IGNORECASE,
+)
 
 
 def analyze(text: str) -> LogSignals:

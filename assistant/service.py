@@ -16,6 +16,7 @@ from assistant.signals import LogSignals
 from assistant.tailor import tailor_snippets
 from kb.errors import BadInput
 from kb.retrieval import Hit, QueryContext, Retriever
+from kb.scope import assess
 from kb.settings import Settings
 
 # Retrieval sees at most this much of a paste; the analyzer has already read all of it.
@@ -31,11 +32,13 @@ class AskResult:
     signals: LogSignals
     needs: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    abstain_reason: str = ""
 
     def to_dict(self) -> dict:
         return {
             "query": self.query,
             "abstained": self.abstained,
+            "abstain_reason": self.abstain_reason,
             "hits": [h.to_dict() for h in self.hits],
             "answer": self.answer.to_dict(),
             "signals": self.signals.to_dict(),
@@ -55,6 +58,7 @@ class Prepared:
     language: str
     composed: Answer
     timings_ms: dict[str, float]
+    abstain_reason: str = ""
 
 
 class Assistant:
@@ -101,12 +105,13 @@ class Assistant:
         t1 = time.perf_counter()
         hits = self.retriever.search(query, k or self.settings.top_k, context)
         timings["retrieve"] = (time.perf_counter() - t1) * 1000
-        abstained = not hits or hits[0].confidence < self.settings.abstain_threshold
+        abstained, reason = _abstain(clean, hits, self.settings.abstain_threshold)
         needs = missing_info(clean, signals)
         language = answer_language(text)
         snippets = tailor_snippets(hits[0].article, signals) if hits and not abstained else []
-        composed = compose_answer(hits, abstained, language, needs, snippets)
-        return Prepared(clean, signals, hits, abstained, needs, language, composed, timings)
+        composed = compose_answer(hits, abstained, language, needs, snippets, reason)
+        return Prepared(clean, signals, hits, abstained, needs, language, composed, timings,
+                        reason)
 
     def ask(self, text: str, k: int | None = None, use_llm: bool = True) -> AskResult:
         prepared = self.prepare(text, k)
@@ -169,7 +174,25 @@ def _result(prepared: Prepared, answer: Answer) -> AskResult:
         signals=prepared.signals,
         needs=prepared.needs,
         timings_ms=prepared.timings_ms,
+        abstain_reason=prepared.abstain_reason,
     )
+
+
+def _abstain(text: str, hits: list[Hit], threshold: float) -> tuple[bool, str]:
+    """Abstain when nothing is close enough, or the report is not about training at all.
+
+    A matched error signature always wins: that exact string is a known case.
+    """
+    if not hits:
+        return True, "no article shares anything with this report"
+    if hits[0].signatures:
+        return False, ""
+    scope = assess(text)
+    if scope.out_of_scope:
+        return True, scope.reason
+    if hits[0].confidence < threshold:
+        return True, "the closest cases are not similar enough"
+    return False, ""
 
 
 def _check_text(text: str, max_bytes: int) -> str:

@@ -58,6 +58,7 @@ class LogSignals:
     hardware: str | None = None  # V100, A100, H100, 4090, 910B, ...
     precision: str | None = None  # fp16, bf16, fp32, int8, int4
     has_error_text: bool = False
+    version_change: bool = False  # the user says a library upgrade/downgrade changed the outcome
 
     def to_dict(self) -> dict:
         keep = {}
@@ -79,6 +80,7 @@ class LogSignals:
             "hardware": self.hardware,
             "precision": self.precision,
             "has_error_text": self.has_error_text,
+            "version_change": self.version_change,
         }
 
     def evidence_phrases(self) -> list[str]:
@@ -114,6 +116,8 @@ class LogSignals:
             value = self.flags.get(flag)
             if value is not None and value.lower() not in ("false", "0", "none", ""):
                 out.append(f"{flag} {value}" if value.lower() != "true" else f"{flag} enabled")
+        if self.version_change:
+            out.append("works on another library version: version incompatibility, pin or upgrade")
         for pkg in ("transformers", "trl", "torch", "peft", "deepspeed"):
             if pkg in self.versions:
                 out.append(f"{pkg} {self.versions[pkg]}")

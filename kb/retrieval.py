@@ -29,6 +29,7 @@ class Hit:
     rank: int  # 1-based
     confidence: float  # 0..1, comparable across queries; below the threshold kb abstains
     evidence: list[str] = field(default_factory=list)  # why it matched, in words a user reads
+    signatures: list[str] = field(default_factory=list)  # error signatures found in the query
 
     def to_dict(self) -> dict:
         return {
@@ -175,6 +176,7 @@ class Retriever:
                     rank=rank,
                     confidence=_confidence(c),
                     evidence=_evidence(c, context),
+                    signatures=list(c.signatures),
                 )
             )
         return hits

@@ -12,7 +12,7 @@ HNSW_EF_CONSTRUCTION = 200
 HNSW_EF_SEARCH = 192
 # Above this many vectors HNSW takes too long to build on 2 cores: IVF trains on a sample.
 IVF_THRESHOLD = 300_000
-IVF_NPROBE = 24
+IVF_NPROBE = 32
 IVF_TRAIN_SAMPLE = 64
 
 

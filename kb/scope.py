@@ -1,0 +1,65 @@
+"""Is this a training-failure report at all? Lexical cues for training vs serving/feature requests.
+
+kb answers training failures. Deployment questions (vLLM serving, tool calling, GGUF export) and
+feature requests ("please support model X") are out of scope: kb says so instead of forcing the
+nearest training case onto them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TRAINING = re.compile(
+    r"\b(train(?:ing|er|s)?|fine-?tun\w*|finetun\w*|sft|dpo|kto|orpo|simpo|ppo|grpo|rlhf|"
+    r"reward[ _-]?model|rm training|lora|qlora|peft|deepspeed|zero-?[23]|fsdp|epochs?|"
+    r"loss|grad(?:ient)?s?|grad_norm|optimizer|learning[ _]rate|lr|warmup|checkpoint\w*|"
+    r"accelerate|torchrun|backward|per_device_train_batch_size|gradient_accumulation_steps|"
+    r"pretrain\w*|llamafactory-cli train|swift (?:sft|rlhf|pt)|openrlhf)\b"
+    r"|训练|微调|预训练|损失|梯度|显存|奖励模型|全参|增量",
+    re.IGNORECASE,
+)
+_SERVING = re.compile(
+    r"\b(vllm serve|deploy(?:ed|ing|ment)?|serving|inference server|openai[- ]compatible|"
+    r"tool[_ ]?(?:call|choice)\w*|function[_ ]call\w*|chat completions?|ollama|llama\.cpp|gguf|"
+    r"quantiz\w+ (?:to|into) gguf|api server|endpoint)\b"
+    r"|部署|推理服务|工具调用|函数调用",
+    re.IGNORECASE,
+)
+_FEATURE_REQUEST = re.compile(
+    r"(feature request|the feature, motivation|please (?:add )?support|support for (?:the )?new|"
+    r"when will .{0,40} support|will you support|any plan(?:s)? to support|"
+    r"是否(?:会|能)?支持|什么时候支持|能否支持|请支持|希望支持)",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Scope:
+    training_cues: int
+    serving_cues: int
+    feature_request: bool
+
+    @property
+    def out_of_scope(self) -> bool:
+        """Serving or feature-request talk that outweighs any training talk."""
+        if self.feature_request and self.training_cues <= 2:
+            return True
+        return self.serving_cues > 0 and self.serving_cues >= self.training_cues
+
+    @property
+    def reason(self) -> str:
+        if self.feature_request:
+            return "it reads as a feature request, not a failed training run"
+        if self.serving_cues:
+            return "it is about serving or deploying a model, not a failed training run"
+        return ""
+
+
+def assess(text: str) -> Scope:
+    head = text[:20_000]
+    return Scope(
+        training_cues=len(set(m.group(0).lower() for m in _TRAINING.finditer(head))),
+        serving_cues=len(set(m.group(0).lower() for m in _SERVING.finditer(head))),
+        feature_request=bool(_FEATURE_REQUEST.search(head)),
+    )
