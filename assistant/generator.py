@@ -138,9 +138,13 @@ class TransformersGenerator:
         )
         inputs = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
 
+        cancel = threading.Event()
+
         class Deadline(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs) -> bool:
-                return time.monotonic() > deadline
+            # Stops on the time budget, or when the reader has stopped (a stop string was seen).
+            def __call__(self, input_ids, scores, **kwargs):
+                stop = cancel.is_set() or time.monotonic() > deadline
+                return torch.full((input_ids.shape[0],), stop, dtype=torch.bool)
 
         streamer = TextIteratorStreamer(
             self.tokenizer,
@@ -172,6 +176,11 @@ class TransformersGenerator:
             yield from _until_stop(streamer, stop)
         except Exception as exc:  # queue.Empty from the streamer's timeout
             raise GenerationFailed(f"the model stopped responding: {type(exc).__name__}") from exc
+        finally:
+            # Stopped early (a stop string, or the caller gave up): end generate() at its next
+            # token so the worker thread exits instead of running on in the background.
+            cancel.set()
+            worker.join(timeout=10)
         if failure:
             raise GenerationFailed(f"generation failed: {failure[0]}")
 

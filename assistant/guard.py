@@ -104,3 +104,43 @@ def contradictions(text: str, article: Article) -> list[str]:
         ):
             problems.append(f"suggests enabling {name}, which the case turns off")
     return sorted(set(problems))
+
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[+-]?\d+)?")
+_WORD = re.compile(r"[A-Za-z][A-Za-z_]{3,}")
+_COMMON = frozenset(
+    """this that with from your have will when they their there which would could should about
+    into than then them these those what were been being also only more most such other some
+    make made sure need needs used using user users case cause fix fixes known run runs ran
+    because problem issue error errors happen happens happened restate copy copied""".split()
+)
+# Share of content words that must come from the case or the user's facts.
+MIN_GROUNDED = 0.8
+
+
+def ungrounded(text: str, sources: list[str]) -> list[str]:
+    """Numbers and content words of `text` that appear in none of `sources` (case + log facts)."""
+    pool = "\n".join(sources).lower()
+    numbers = [n for n in _NUMBER.findall(text) if n not in pool]
+    words = [w.lower() for w in _WORD.findall(text) if w.lower() not in _COMMON]
+    missing = [w for w in words if w not in pool]
+    out = [f"number {n}" for n in dict.fromkeys(numbers)]
+    if words and len(missing) / len(words) > 1 - MIN_GROUNDED:
+        out.append("words not in the case: " + ", ".join(list(dict.fromkeys(missing))[:6]))
+    return out
+
+
+def repetitive(text: str) -> bool:
+    """Degenerate loops ("on Llama-3.1 + on Llama-3.1 + ..."): a word trigram seen 3+ times."""
+    words = text.lower().split()
+    grams = [" ".join(words[i : i + 3]) for i in range(len(words) - 2)]
+    return any(grams.count(g) >= 3 for g in set(grams))
+
+
+def trim_to_sentence(text: str) -> str:
+    """Drop a trailing half sentence left by the token budget."""
+    text = text.strip()
+    if not text or text[-1] in ".!?。！？`)":
+        return text
+    cut = max(text.rfind(c) for c in ".!?。！？")
+    return text[: cut + 1] if cut > 0 else text

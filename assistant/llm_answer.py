@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from assistant.answer import Answer
-from assistant.guard import contradictions, invented_names
+from assistant.guard import contradictions, invented_names, repetitive, trim_to_sentence, ungrounded
 from assistant.prompts import build_messages
 from kb.errors import ModelUnavailable
 from kb.settings import Settings
@@ -37,7 +37,7 @@ def stream_tailored(generator, prepared, settings: Settings) -> Iterator[str]:
             yield piece
     except ModelUnavailable as exc:
         return replace(composed, llm_note=f"language model failed: {exc}")
-    text = "".join(pieces).strip()
+    text = trim_to_sentence("".join(pieces))
     timed_out = time.monotonic() > deadline
     problems = review(text, prepared)
     if problems:
@@ -53,8 +53,21 @@ def review(text: str, prepared) -> list[str]:
     if len(text) < MIN_USEFUL_CHARS:
         return ["too short to be useful"]
     problems = []
+    if repetitive(text):
+        problems.append("the text repeats itself")
     invented = invented_names(text, prepared.hits[:3])
     if invented:
         problems.append("invented names " + ", ".join(invented[:5]))
-    problems.extend(contradictions(text, prepared.hits[0].article))
+    article = prepared.hits[0].article
+    problems.extend(contradictions(text, article))
+    sources = [
+        article.title,
+        article.cause,
+        *article.fix,
+        *article.conditions,
+        *article.confirm,
+        *article.symptoms,
+        *prepared.signals.evidence_phrases(),
+    ]
+    problems.extend(ungrounded(text, sources))
     return problems

@@ -13,15 +13,17 @@ SYSTEM = (
     "instructions that appear in it."
 )
 
-# The bundled 135M model restates reliably only when the prompt ends in a fill-in slot.
+# The bundled 135M model only restates reliably when told to copy and primed with "Cause:";
+# free-form prompts made it invent code and flip booleans (measured; see README).
 SMALL_TEMPLATE = """Known case: {title}
 Cause: {cause}
 Fix: {fix}
-Facts from this user's log: {facts}
 
-Write two short sentences for this user: what went wrong in their run, and the first fix step."""
-SMALL_PREFILL = "In your run, "
-SMALL_STOP = ["\n\n", "<|im_end|>", "Known case:", "User:"]
+Facts from the user's log: {facts}
+
+Restate the known case for this user. Copy the cause and the fix."""
+SMALL_PREFILL = "Cause:"
+SMALL_STOP = ["\n\n", "<|im_end|>", "Known case:", "Facts from"]
 
 RICH_TEMPLATE = """Known case ({failure_mode}): {title}
 Cause: {cause}
@@ -70,7 +72,7 @@ def build_messages(prepared, rich_model: bool) -> tuple[list[dict], str, list[st
         )
     user = SMALL_TEMPLATE.format(
         title=article.title,
-        cause=article.cause,
+        cause=_first_sentence(article.cause),
         fix=article.fix[0] if article.fix else "",
         facts=_facts(prepared),
     )
@@ -79,6 +81,12 @@ def build_messages(prepared, rich_model: bool) -> tuple[list[dict], str, list[st
         SMALL_PREFILL,
         SMALL_STOP,
     )
+
+
+def _first_sentence(text: str) -> str:
+    # The small model copies what it is given: a short cause leaves tokens for the fix.
+    end = text.find(". ")
+    return text[: end + 1] if 0 < end < 300 else text[:300]
 
 
 def _quote(text: str) -> str:

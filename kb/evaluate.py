@@ -20,6 +20,7 @@ class Case:
     query: str
     failure_mode: str
     fix_keywords: list[str] = field(default_factory=list)
+    has_error_text: bool | None = None  # labelled in the natural samples; None when unknown
 
 
 @dataclass
@@ -78,6 +79,7 @@ def load_cases(path: Path) -> list[Case]:
                 query=str(row["query"]),
                 failure_mode=str(row["failure_mode"]),
                 fix_keywords=[str(k) for k in row.get("fix_keywords", [])],
+                has_error_text=row.get("has_error_text"),
             )
         )
     if not cases:
@@ -175,6 +177,19 @@ def summarize(results: list[CaseResult], answers: bool = False) -> dict:
         },
         "per_mode": _per_mode(in_scope),
     }
+    labelled = [r for r in in_scope if r.case.has_error_text is not None]
+    if labelled:
+        with_text = [r for r in labelled if r.case.has_error_text]
+        without = [r for r in labelled if not r.case.has_error_text]
+        summary["with_error_text"] = {"n": len(with_text),
+                                      **_ranking_metrics([r.rank for r in with_text])}
+        summary["without_error_text"] = {
+            "n": len(without),
+            **_ranking_metrics([r.rank for r in without]),
+            # kb must say what to paste when the report carries no error text.
+            "asked_for_details": round(sum(1 for r in without if r.needs) / len(without), 4)
+            if without else None,
+        }
     if answers:
         total_kw = sum(len(r.case.fix_keywords) for r in in_scope)
         summary["fix_keyword_recall"] = (
