@@ -211,8 +211,9 @@ def _evidence(c: _Candidate, context: QueryContext) -> list[str]:
         related = [p for p in context.phrases if any(t in tokenize(p) for t in c.signal_terms)]
         for phrase in related[:3]:
             out.append(f"from your log: {phrase}")
-    if c.bm25_terms:
-        out.append(f"shared terms in {c.bm25_section}: {', '.join(c.bm25_terms[:6])}")
+    terms = [t for t in c.bm25_terms if len(t) > 1]  # single CJK characters say little
+    if terms:
+        out.append(f"shared terms in {c.bm25_section}: {', '.join(terms[:6])}")
     if c.dense_cos:
         out.append(f"similar in meaning to its {c.dense_section} (cosine {c.dense_cos:.2f})")
     return out

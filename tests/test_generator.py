@@ -59,8 +59,9 @@ def stub_server():
 def test_openai_compatible_client_streams(stub_server):
     _Stub.mode = "ok"
     gen = OpenAICompatibleGenerator(stub_server, "served-model", token="secret")
-    out = "".join(gen.stream([{"role": "user", "content": "hi"}], "", 32, [],
-                             time.monotonic() + 10))
+    out = "".join(
+        gen.stream([{"role": "user", "content": "hi"}], "", 32, [], time.monotonic() + 10)
+    )
     assert out == "Use bf16=True instead."
     assert _Stub.last_body["model"] == "served-model" and _Stub.last_body["stream"] is True
 
@@ -77,12 +78,13 @@ def test_openai_compatible_client_errors(stub_server):
 
 def test_llm_failure_keeps_composed_answer(tiny_settings):
     """A model server that is down: the composed answer still comes back, with a note."""
-    from kb.index import build_index
     from assistant.service import Assistant
+    from kb.index import build_index
 
     build_index(tiny_settings)
-    settings = replace(tiny_settings, llm_backend="openai", llm_url="http://127.0.0.1:9",
-                       llm_timeout_s=3)
+    settings = replace(
+        tiny_settings, llm_backend="openai", llm_url="http://127.0.0.1:9", llm_timeout_s=3
+    )
     result = Assistant(settings).ask("loss 变成 nan with fp16", use_llm=True)
     assert not result.abstained
     assert result.answer.llm_text == ""
@@ -92,18 +94,23 @@ def test_llm_failure_keeps_composed_answer(tiny_settings):
 
 @pytest.mark.slow
 def test_real_bundled_model_end_to_end(tiny_settings):
-    from kb.index import build_index
     from assistant.service import Assistant
+    from kb.index import build_index
 
     build_index(tiny_settings)
     settings = replace(tiny_settings, llm_backend="auto", llm_timeout_s=60)
     assistant = Assistant(settings)
-    pieces = [p for p in assistant.stream("ValueError: Cannot handle batch sizes > 1 if no "
-                                          "padding token is defined", use_llm=True)
-              if isinstance(p, str)]
+    pieces = [
+        p
+        for p in assistant.stream(
+            "ValueError: Cannot handle batch sizes > 1 if no padding token is defined", use_llm=True
+        )
+        if isinstance(p, str)
+    ]
     assert pieces, "the model streamed nothing"
-    result = assistant.ask("ValueError: Cannot handle batch sizes > 1 if no padding token is "
-                           "defined", use_llm=True)
+    result = assistant.ask(
+        "ValueError: Cannot handle batch sizes > 1 if no padding token is defined", use_llm=True
+    )
     assert result.hits[0].article.id == "missing-pad-token-llama3-reward-model"
     # Either the summary passed the guard or it was dropped with a stated reason.
     assert result.answer.llm_text or result.answer.llm_note
