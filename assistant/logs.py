@@ -344,7 +344,7 @@ VERSION_CHANGE = re.compile(
     r"\b(downgrad\w*|after (?:upgrading|updating)|since (?:upgrading|updating)|"
     r"(?:worked|works|working) (?:fine )?(?:with|on|in) (?:the )?(?:older|previous|v?\d+\.\d+)|"
     r"(?:new|latest) version (?:breaks|broke)|regression)\b"
-    r"|降级|升级(?:之后|以后|后)|(?:换|回退)到?旧版本|版本(?:不兼容|问题)",
+    r"|降级|升级[^。\n]{0,30}?(?:之后|以后|后)|(?:换|回退)到?旧版本|版本(?:不兼容|问题)",
     re.IGNORECASE,
 )
 

@@ -98,6 +98,7 @@ class Assistant:
                 phrases=tuple(signals.evidence_phrases()),
                 stage=signals.stage,
                 framework=signals.framework,
+                hinted_modes=hinted_modes(signals),
             )
             if use_signals
             else QueryContext()
@@ -176,6 +177,14 @@ def _result(prepared: Prepared, answer: Answer) -> AskResult:
         timings_ms=prepared.timings_ms,
         abstain_reason=prepared.abstain_reason,
     )
+
+
+def hinted_modes(signals: LogSignals) -> tuple[str, ...]:
+    """Failure modes that the log's own words point to, whatever else matches."""
+    modes = []
+    if signals.version_change:
+        modes.append("library-version-incompatibility")
+    return tuple(modes)
 
 
 def _abstain(text: str, hits: list[Hit], threshold: float) -> tuple[bool, str]:

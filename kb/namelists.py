@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import importlib
 import inspect
 from pathlib import Path
 
+# Introspecting moved TRL classes must not print warnings into `kb validate` output.
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 NAMES_DIR = Path(__file__).resolve().parent / "names"
 
 # Classes whose keyword arguments a python snippet may use, by the name the snippet calls.
@@ -25,8 +28,8 @@ PY_CLASSES = {
     "RewardConfig": "trl:RewardConfig",
     "GRPOConfig": "trl:GRPOConfig",
     "PPOConfig": "trl:PPOConfig",
-    "ORPOConfig": "trl:ORPOConfig",
-    "CPOConfig": "trl:CPOConfig",
+    "ORPOConfig": "trl:ORPOConfig|trl.experimental.orpo:ORPOConfig",
+    "CPOConfig": "trl:CPOConfig|trl.experimental.cpo:CPOConfig",
     "ModelConfig": "trl:ModelConfig",
     "LoraConfig": "peft:LoraConfig",
     "prepare_model_for_kbit_training": "peft:prepare_model_for_kbit_training",
@@ -59,11 +62,16 @@ class LibraryMissing(Exception):
 @functools.cache
 def class_params(call_name: str) -> frozenset[str]:
     """Keyword names accepted by a known class or function (dataclass fields or signature)."""
-    module_name, attr = PY_CLASSES[call_name].split(":")
-    try:
-        obj = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise LibraryMissing(f"{module_name}.{attr} is not importable here") from exc
+    obj = None
+    for candidate in PY_CLASSES[call_name].split("|"):
+        module_name, attr = candidate.split(":")
+        try:
+            obj = getattr(importlib.import_module(module_name), attr)
+            break
+        except (ImportError, AttributeError):
+            continue
+    if obj is None:
+        raise LibraryMissing(f"{PY_CLASSES[call_name]} is not importable here")
     names: set[str] = set()
     if dataclasses.is_dataclass(obj):
         names |= {f.name for f in dataclasses.fields(obj)}

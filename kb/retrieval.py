@@ -16,7 +16,8 @@ from kb.text import tokenize
 RRF_K = 10  # small corpora: a low constant lets the first ranks dominate
 BM25_RELATIVE_FLOOR = 0.3  # a BM25 match below this share of the best one is dropped
 DENSE_CANDIDATES = 64
-WEIGHTS = {"signature": 2.0, "bm25": 1.0, "dense": 1.0, "signals": 1.2, "context": 0.3}
+WEIGHTS = {"signature": 2.0, "bm25": 1.0, "dense": 1.0, "signals": 1.2, "context": 0.3,
+           "hint": 3.0}
 # Dense cosine range of the bundled e5 model on this corpus, used to place a hit on 0..1
 # (measured with `kb eval`; see README, Quality).
 DENSE_FLOOR, DENSE_CEIL = 0.80, 0.92
@@ -49,6 +50,9 @@ class QueryContext:
     phrases: tuple[str, ...] = ()  # "loss fell to 0.0 at step 40", "fp16 enabled", ...
     stage: str | None = None
     framework: str | None = None
+    # Failure modes the log itself points at (e.g. "works after downgrading" -> a version
+    # mismatch); articles of these modes get a ranked list of their own in the fusion.
+    hinted_modes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -159,6 +163,14 @@ class Retriever:
         for aid in ctx_articles:
             if aid in cands:
                 cands[aid].ranks["context"] = 1
+        if context.hinted_modes:
+            hinted = [a for a in cands if a in self.index.articles
+                      and self.index.articles[a].failure_mode in context.hinted_modes]
+            # Ranked among themselves by how well they match the text.
+            hinted.sort(key=lambda a: min(cands[a].ranks.get("bm25", 999),
+                                          cands[a].ranks.get("dense", 999)))
+            for rank, aid in enumerate(hinted, 1):
+                cands[aid].ranks["hint"] = rank
 
         scored = []
         for aid, c in cands.items():
@@ -167,6 +179,7 @@ class Retriever:
             fused = sum(WEIGHTS[name] / (RRF_K + r) for name, r in c.ranks.items())
             scored.append((fused, aid, c))
         scored.sort(key=lambda t: (-t[0], t[1]))
+        scored = _diversify_modes(scored, self.index.articles)
         hits = []
         for rank, (fused, aid, c) in enumerate(scored[:k], 1):
             hits.append(
@@ -180,6 +193,21 @@ class Retriever:
                 )
             )
         return hits
+
+
+def _diversify_modes(scored: list, articles: dict) -> list:
+    """Best article of each failure mode first, then the runners-up of modes already shown.
+
+    Three articles of one mode tell the user one thing; distinct plausible causes, in order,
+    are what a person needs when the report fits more than one.
+    """
+    seen: set[str] = set()
+    first, later = [], []
+    for item in scored:
+        mode = articles[item[1]].failure_mode
+        (later if mode in seen else first).append(item)
+        seen.add(mode)
+    return first + later
 
 
 def _dedupe(items) -> list[str]:

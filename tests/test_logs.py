@@ -407,6 +407,7 @@ def test_to_dict_shape_json_and_downsampling():
         "hardware",
         "precision",
         "has_error_text",
+        "version_change",
     ]
     json.dumps(d, allow_nan=False)
     loss = d["metrics"]["loss"]
@@ -537,3 +538,17 @@ def test_reduce_log_keeps_what_matters():
     assert "heartbeat 2999" not in out
     short = "ValueError: x"
     assert reduce_log(short, analyze(short)) == short
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("RuntimeError: boom. It works when I downgrade to trl==0.19.1", True),
+        ("升级 transformers 之后就报错了", True),
+        ("after upgrading peft the loss is nan", True),
+        ("{'loss': 0.5, 'grad_norm': 1.2}", False),
+        ("训练 loss 不下降", False),
+    ],
+)
+def test_version_change_is_detected(text, expected):
+    assert analyze(text).version_change is expected
