@@ -111,8 +111,7 @@ class Assistant:
         language = answer_language(text)
         snippets = tailor_snippets(hits[0].article, signals) if hits and not abstained else []
         composed = compose_answer(hits, abstained, language, needs, snippets, reason)
-        return Prepared(clean, signals, hits, abstained, needs, language, composed, timings,
-                        reason)
+        return Prepared(clean, signals, hits, abstained, needs, language, composed, timings, reason)
 
     def ask(self, text: str, k: int | None = None, use_llm: bool = True) -> AskResult:
         prepared = self.prepare(text, k)

@@ -7,6 +7,12 @@ from dataclasses import dataclass
 
 from kb.articles import Article
 
+# Dense embeddings cost ~1 ms per character on 2 CPU cores, so only the chunks that carry the
+# meaning of a case are embedded, and only their head: titles and symptoms (summary), error
+# strings (signatures), cause and fix. BM25 still indexes every chunk in full.
+DENSE_SECTIONS = ("summary", "signatures", "Cause", "Fix")
+DENSE_CHARS = 480
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -16,9 +22,17 @@ class Chunk:
     text: str
 
     @property
+    def dense(self) -> bool:
+        return self.section in DENSE_SECTIONS
+
+    @property
+    def dense_text(self) -> str:
+        return self.text[:DENSE_CHARS]
+
+    @property
     def key(self) -> str:
-        """Content hash: an unchanged chunk keeps its embedding across re-indexing."""
-        return hashlib.sha256(f"{self.section}\n{self.text}".encode()).hexdigest()[:24]
+        """Hash of what is embedded: an unchanged chunk keeps its vector across re-indexing."""
+        return hashlib.sha256(f"{self.section}\n{self.dense_text}".encode()).hexdigest()[:24]
 
     def to_dict(self) -> dict:
         return {

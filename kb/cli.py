@@ -329,8 +329,13 @@ def eval_cmd(settings, cases_path, answers, use_llm, no_signals, cases_out, as_j
     )
     for name, m in summary["baselines"].items():
         click.echo(f"  baseline {name}: hit@1={m['hit@1']} hit@3={m['hit@3']} mrr={m['mrr']}")
-    for key in ("with_error_text", "without_error_text", "fix_keyword_recall", "invented_keys",
-                "llm_fallback_rate"):
+    for key in (
+        "with_error_text",
+        "without_error_text",
+        "fix_keyword_recall",
+        "invented_keys",
+        "llm_fallback_rate",
+    ):
         if key in summary:
             click.echo(f"  {key}: {summary[key]}")
     for mode, m in summary["per_mode"].items():

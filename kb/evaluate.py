@@ -181,14 +181,17 @@ def summarize(results: list[CaseResult], answers: bool = False) -> dict:
     if labelled:
         with_text = [r for r in labelled if r.case.has_error_text]
         without = [r for r in labelled if not r.case.has_error_text]
-        summary["with_error_text"] = {"n": len(with_text),
-                                      **_ranking_metrics([r.rank for r in with_text])}
+        summary["with_error_text"] = {
+            "n": len(with_text),
+            **_ranking_metrics([r.rank for r in with_text]),
+        }
         summary["without_error_text"] = {
             "n": len(without),
             **_ranking_metrics([r.rank for r in without]),
             # kb must say what to paste when the report carries no error text.
             "asked_for_details": round(sum(1 for r in without if r.needs) / len(without), 4)
-            if without else None,
+            if without
+            else None,
         }
     if answers:
         total_kw = sum(len(r.case.fix_keywords) for r in in_scope)

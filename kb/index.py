@@ -26,7 +26,7 @@ from kb.errors import CorruptIndex, IndexNotFound, IndexStale
 from kb.settings import Settings
 from kb.vectors import VectorIndex
 
-FORMAT_VERSION = 1  # bump when chunking or file layout changes: old indexes become stale
+FORMAT_VERSION = 2  # bump when chunking or file layout changes: old indexes become stale
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,7 @@ class LoadedIndex:
     vectors: VectorIndex
     bm25: BM25
     directory: Path
+    dense_ids: list[int]  # row i of the vector index is chunk dense_ids[i]
 
 
 @dataclass(frozen=True)
@@ -137,15 +138,16 @@ def build_index(settings: Settings, embedder: Embedder | None = None) -> BuildRe
 
     articles = load_articles(settings.articles_dir)
     chunks = chunk_corpus(articles)
+    dense_ids = [i for i, c in enumerate(chunks) if c.dense]
     previous = _previous_vectors(index_dir, model_id)
-    keys = [c.key for c in chunks]
-    missing = [i for i, k in enumerate(keys) if k not in previous]
+    keys = [chunks[i].key for i in dense_ids]
+    missing = [n for n, k in enumerate(keys) if k not in previous]
     fresh = np.zeros((0, 0), np.float32)
     if missing:
         embedder = embedder or load_embedder(settings.embedder)
-        fresh = embedder.encode_passages([chunks[i].text for i in missing])
+        fresh = embedder.encode_passages([chunks[dense_ids[n]].dense_text for n in missing])
     dim = fresh.shape[1] if missing else len(next(iter(previous.values())))
-    vectors = np.zeros((len(chunks), dim), np.float32)
+    vectors = np.zeros((len(keys), dim), np.float32)
     for i, key in enumerate(keys):
         if key in previous:
             vectors[i] = previous[key]
@@ -163,12 +165,14 @@ def build_index(settings: Settings, embedder: Embedder | None = None) -> BuildRe
             "".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in chunks)
         )
         (tmp_dir / "chunk_keys.json").write_text(json.dumps(keys))
+        (tmp_dir / "dense_ids.json").write_text(json.dumps(dense_ids))
         bm25 = BM25.from_texts([c.text for c in chunks])
         names = [
             "vectors.npy",
             "faiss.index",
             "chunks.jsonl",
             "chunk_keys.json",
+            "dense_ids.json",
             *bm25.save(tmp_dir),
         ]
         manifest = Manifest(
@@ -194,7 +198,7 @@ def build_index(settings: Settings, embedder: Embedder | None = None) -> BuildRe
         raise
     _remove_old_versions(index_dir, keep=new_dir)
     return BuildReport(
-        manifest, len(missing), len(chunks) - len(missing), False, time.perf_counter() - start
+        manifest, len(missing), len(keys) - len(missing), False, time.perf_counter() - start
     )
 
 
@@ -265,6 +269,7 @@ def load_index(settings: Settings, verify: bool = True) -> LoadedIndex:
         ]
         vectors = VectorIndex.load(str(directory / "faiss.index"))
         bm25 = BM25.load(directory)
+        dense_ids = json.loads((directory / "dense_ids.json").read_text())
     except CorruptIndex:
         raise
     except (OSError, ValueError, TypeError, RuntimeError, KeyError) as exc:
@@ -273,12 +278,13 @@ def load_index(settings: Settings, verify: bool = True) -> LoadedIndex:
         ) from exc
     if (
         len(chunks) != manifest.n_chunks
-        or vectors.index.ntotal != len(chunks)
-        or (bm25.n_docs != len(chunks))
+        or vectors.index.ntotal != len(dense_ids)
+        or bm25.n_docs != len(chunks)
+        or any(not 0 <= i < len(chunks) for i in dense_ids)
     ):
         raise CorruptIndex(f'index at {directory} is inconsistent; run "kb index" to rebuild it')
     articles = {a.id: a for a in load_articles(settings.articles_dir)}
-    return LoadedIndex(manifest, articles, chunks, vectors, bm25, directory)
+    return LoadedIndex(manifest, articles, chunks, vectors, bm25, directory, dense_ids)
 
 
 def open_index(settings: Settings, rebuild: bool = True) -> LoadedIndex:

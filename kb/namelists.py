@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import importlib
 import inspect
+import os
 from pathlib import Path
 
 # Introspecting moved TRL classes must not print warnings into `kb validate` output.

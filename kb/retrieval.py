@@ -13,11 +13,10 @@ from kb.index import LoadedIndex
 from kb.signatures import SignatureMatcher
 from kb.text import tokenize
 
-RRF_K = 10  # small corpora: a low constant lets the first ranks dominate
+RRF_K = 30  # rank-fusion constant: measured flat between 10 and 30; 30 edged ahead
 BM25_RELATIVE_FLOOR = 0.3  # a BM25 match below this share of the best one is dropped
 DENSE_CANDIDATES = 64
-WEIGHTS = {"signature": 2.0, "bm25": 1.0, "dense": 1.0, "signals": 1.2, "context": 0.3,
-           "hint": 3.0}
+WEIGHTS = {"signature": 2.0, "bm25": 1.0, "dense": 1.0, "signals": 1.2, "context": 0.3, "hint": 3.0}
 # Dense cosine range of the bundled e5 model on this corpus, used to place a hit on 0..1
 # (measured with `kb eval`; see README, Quality).
 DENSE_FLOOR, DENSE_CEIL = 0.80, 0.92
@@ -114,9 +113,10 @@ class Retriever:
         for score, cid in zip(scores[0], ids[0], strict=True):
             if cid < 0:
                 continue
-            aid = self._chunk_article[cid]
+            chunk_id = self.index.dense_ids[cid]
+            aid = self._chunk_article[chunk_id]
             if aid not in best:
-                best[aid] = (float(score), self.index.chunks[cid].section)
+                best[aid] = (float(score), self.index.chunks[chunk_id].section)
         return list(best), best
 
     # --- fused --------------------------------------------------------------------------
@@ -164,11 +164,16 @@ class Retriever:
             if aid in cands:
                 cands[aid].ranks["context"] = 1
         if context.hinted_modes:
-            hinted = [a for a in cands if a in self.index.articles
-                      and self.index.articles[a].failure_mode in context.hinted_modes]
+            hinted = [
+                a
+                for a in cands
+                if a in self.index.articles
+                and self.index.articles[a].failure_mode in context.hinted_modes
+            ]
             # Ranked among themselves by how well they match the text.
-            hinted.sort(key=lambda a: min(cands[a].ranks.get("bm25", 999),
-                                          cands[a].ranks.get("dense", 999)))
+            hinted.sort(
+                key=lambda a: min(cands[a].ranks.get("bm25", 999), cands[a].ranks.get("dense", 999))
+            )
             for rank, aid in enumerate(hinted, 1):
                 cands[aid].ranks["hint"] = rank
 

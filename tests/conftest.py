@@ -38,8 +38,9 @@ def tiny_settings(tmp_path: Path, tiny_articles: Path) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def real_index_settings(tmp_path_factory) -> Settings:
-    """The shipped corpus, indexed once for the session into a temporary directory."""
+def real_assistant(tmp_path_factory):
+    """The shipped corpus, indexed once for the whole session into a temporary directory."""
+    from assistant.service import Assistant
     from kb.index import build_index
 
     base = tmp_path_factory.mktemp("realindex")
@@ -51,11 +52,4 @@ def real_index_settings(tmp_path_factory) -> Settings:
         llm_backend="none",
     )
     build_index(settings)
-    return settings
-
-
-@pytest.fixture(scope="session")
-def real_assistant(real_index_settings):
-    from assistant.service import Assistant
-
-    return Assistant(real_index_settings)
+    return Assistant(settings)
