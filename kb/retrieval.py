@@ -13,7 +13,7 @@ from kb.index import LoadedIndex
 from kb.signatures import SignatureMatcher
 from kb.text import tokenize
 
-RRF_K = 30  # rank-fusion constant: measured flat between 10 and 30; 30 edged ahead
+RRF_K = 10  # rank-fusion constant; 10 vs 30 measured: same MRR, 10 gives better hit@3
 BM25_RELATIVE_FLOOR = 0.3  # a BM25 match below this share of the best one is dropped
 DENSE_CANDIDATES = 64
 WEIGHTS = {"signature": 2.0, "bm25": 1.0, "dense": 1.0, "signals": 1.2, "context": 0.3, "hint": 3.0}
