@@ -7,6 +7,8 @@ import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 
+from kb.text import is_number
+
 _LAUNCH = re.compile(
     r"(?:^|[\s;&|$>]|/)(?:torchrun|deepspeed|accelerate launch|python3?(?:\.\d+)? (?:-m )?\S+"
     r"|llamafactory-cli|swift (?:sft|rlhf|pt)|axolotl|trl (?:sft|dpo)|openrlhf\.cli\S*"
@@ -370,12 +372,12 @@ def parse_command_flags(text: str) -> dict[str, str]:
         i = 0
         while i < len(tokens):
             tok = tokens[i]
-            if tok.startswith("-") and len(tok) > 1 and not _is_number(tok):
+            if tok.startswith("-") and len(tok) > 1 and not is_number(tok):
                 key = tok.lstrip("-").replace("-", "_")
                 if "=" in key:
                     key, value = key.split("=", 1)
                 elif i + 1 < len(tokens) and not (
-                    tokens[i + 1].startswith("-") and not _is_number(tokens[i + 1])
+                    tokens[i + 1].startswith("-") and not is_number(tokens[i + 1])
                 ):
                     value = tokens[i + 1]
                     i += 1
@@ -551,10 +553,3 @@ def _unquote(value: str) -> str:
         return value[1:-1]
     return value
 
-
-def _is_number(tok: str) -> bool:
-    try:
-        float(tok)
-    except ValueError:
-        return False
-    return True

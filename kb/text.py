@@ -39,14 +39,14 @@ def tokenize(text: str) -> list[str]:
         if tok in STOPWORDS:
             continue
         terms.append(tok)
-        if _PART_SPLIT.search(tok) and not _is_number(tok):
+        if _PART_SPLIT.search(tok) and not is_number(tok):
             for part in _PART_SPLIT.split(tok):
                 if part and part not in STOPWORDS and part != tok:
                     terms.append(part)
     return terms
 
 
-def _is_number(tok: str) -> bool:
+def is_number(tok: str) -> bool:
     try:
         float(tok)
     except ValueError:
