@@ -283,17 +283,6 @@ class Context:
     hardware: str | None = None
     precision: str | None = None
 
-    def to_dict(self) -> dict:
-        return {
-            "flags": dict(self.flags),
-            "versions": dict(self.versions),
-            "model": dict(self.model),
-            "stage": self.stage,
-            "framework": self.framework,
-            "hardware": self.hardware,
-            "precision": self.precision,
-        }
-
 
 def extract_context(text: str, metric_names: set[str] = frozenset()) -> Context:
     """Read the setting from the non-metric part of a log.
@@ -552,4 +541,3 @@ def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
     return value
-

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from assistant.answer import Answer, answer_language, compose_answer
 from assistant.logs import analyze
@@ -14,7 +14,7 @@ from assistant.redact import redact
 from assistant.reduce import reduce_log
 from assistant.signals import LogSignals
 from assistant.tailor import tailor_snippets
-from kb.errors import BadInput
+from kb.errors import BadInput, ModelUnavailable
 from kb.retrieval import Hit, QueryContext, Retriever
 from kb.scope import assess
 from kb.settings import Settings
@@ -114,13 +114,9 @@ class Assistant:
         return Prepared(clean, signals, hits, abstained, needs, language, composed, timings, reason)
 
     def ask(self, text: str, k: int | None = None, use_llm: bool = True) -> AskResult:
-        prepared = self.prepare(text, k)
-        answer = prepared.composed
-        if use_llm and not prepared.abstained:
-            answer = self._with_llm(prepared, on_token=None)
-        elif not use_llm:
-            answer = _note(answer, "LLM not used (--no-llm)")
-        return _result(prepared, answer)
+        """The same pipeline as stream(), consumed: the last item is the AskResult."""
+        *_, result = self.stream(text, k, use_llm)
+        return result
 
     def stream(self, text: str, k: int | None = None, use_llm: bool = True) -> Iterator[object]:
         """Yield the Prepared first, then LLM text pieces (str), then the final AskResult."""
@@ -142,26 +138,19 @@ class Assistant:
                 self._generator = load_generator(self.settings)
             return self._generator
 
-    def _with_llm(self, prepared: Prepared, on_token) -> Answer:
-        pieces = self._stream_llm(prepared)
-        while True:
-            try:
-                piece = next(pieces)
-            except StopIteration as stop:
-                return stop.value or prepared.composed
-            if on_token is not None:
-                on_token(piece)
-
     def _stream_llm(self, prepared: Prepared):
         """Yields text pieces; returns the final Answer (LLM text kept or dropped by the guard)."""
         from assistant.llm_answer import stream_tailored
 
-        return (yield from stream_tailored(self.generator(), prepared, self.settings))
+        try:
+            generator = self.generator()
+        except ModelUnavailable as exc:
+            # A model that cannot load must not cost the user the composed answer.
+            return _note(prepared.composed, f"language model unavailable: {exc}")
+        return (yield from stream_tailored(generator, prepared, self.settings))
 
 
 def _note(answer: Answer, note: str) -> Answer:
-    from dataclasses import replace
-
     return replace(answer, llm_note=note)
 
 

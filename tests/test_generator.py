@@ -115,3 +115,17 @@ def test_real_bundled_model_end_to_end(tiny_settings):
     # Either the summary passed the guard or it was dropped with a stated reason.
     assert result.answer.llm_text or result.answer.llm_note
     assert "pad_token" in result.answer.text
+
+
+def test_model_that_cannot_load_keeps_composed_answer(tiny_settings, tmp_path):
+    from assistant.service import Assistant
+    from kb.index import build_index
+
+    build_index(tiny_settings)
+    settings = replace(
+        tiny_settings, llm_backend="transformers", llm_model=str(tmp_path / "no-model-here")
+    )
+    result = Assistant(settings).ask("loss 变成 nan with fp16", use_llm=True)
+    assert result.answer.llm_text == ""
+    assert "unavailable" in result.answer.llm_note
+    assert "bf16" in result.answer.text
