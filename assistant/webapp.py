@@ -94,7 +94,7 @@ def build_demo(assistant: Assistant, feedback: FeedbackStore) -> gr.Blocks:
         history.append({"role": "user", "content": _user_bubble(text)})
         history.append({"role": "assistant", "content": "Diagnosing…"})
         yield history, gr.update(), gr.update(), last, ""
-        summary = ""
+        summary, composed_md = "", ""
         try:
             for item in assistant.stream(text, use_llm=use_llm):
                 if isinstance(item, Prepared):
@@ -106,15 +106,13 @@ def build_demo(assistant: Assistant, feedback: FeedbackStore) -> gr.Blocks:
                         top.id if top else None,
                         top.failure_mode if top else None,
                     )
-                    history[-1] = {
-                        "role": "assistant",
-                        "content": _safe_markdown(item.composed.text),
-                    }
+                    composed_md = _safe_markdown(item.composed.text)
+                    history[-1] = {"role": "assistant", "content": composed_md}
                     yield history, cards, plot, last, ""
                     if use_llm and not item.abstained:
                         history[-1] = {
                             "role": "assistant",
-                            "content": "**Summary:** …\n\n" + _safe_markdown(item.composed.text),
+                            "content": "**Summary:** …\n\n" + composed_md,
                         }
                 elif isinstance(item, str):
                     summary += item
@@ -123,7 +121,7 @@ def build_demo(assistant: Assistant, feedback: FeedbackStore) -> gr.Blocks:
                         "content": "**Summary:** "
                         + _safe_markdown(summary)
                         + " …\n\n"
-                        + _safe_markdown(last_text(history)),
+                        + composed_md,
                     }
                     yield history, gr.update(), gr.update(), last, ""
                 elif isinstance(item, AskResult):
@@ -138,10 +136,6 @@ def build_demo(assistant: Assistant, feedback: FeedbackStore) -> gr.Blocks:
         except KbError as exc:
             history[-1] = {"role": "assistant", "content": f"⚠️ {html.escape(str(exc))}"}
             yield history, gr.update(), gr.update(), last, ""
-
-    def last_text(history: list) -> str:
-        content = history[-1]["content"] if history else ""
-        return content.split("\n\n", 1)[-1] if content.startswith("**Summary:**") else content
 
     def rate(rating: str | None, fixed: str | None, comment: str, last: LastAnswer) -> str:
         if not last.query:
