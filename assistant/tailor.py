@@ -89,6 +89,14 @@ _YAML_KEY = re.compile(r"^([a-z_][a-z0-9_]*):[ \t]*(\S[^\n#]*?)[ \t]*$", re.MULT
 _HF_ID = re.compile(r"""(["'])([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)\1""")
 
 
+# How a user's value is written back, per snippet language: (pattern, render, note form).
+_FORMS = {
+    "python": (_PY_KWARG, lambda m, v: f"{m.group(1)}={_py_literal(v)}", "{key}={value}"),
+    "bash": (_CLI_FLAG, lambda m, v: m.group(0)[: m.start(2) - m.start(0)] + v, "--{key} {value}"),
+    "yaml": (_YAML_KEY, lambda m, v: f"{m.group(1)}: {v}", "{key}: {value}"),
+}
+
+
 def _adapt(snippet: Snippet, signals: LogSignals, fix_words: set[str], article: Article) -> Snippet:
     """Put the user's values into the snippet for keys the fix does not change."""
     code = snippet.code
@@ -100,33 +108,18 @@ def _adapt(snippet: Snippet, signals: LogSignals, fix_words: set[str], article: 
         value = signals.flags[key]
         return value if value not in ("", "true") else None
 
-    def py(m: re.Match) -> str:
-        value = user_value(m.group(1))
-        if value is None:
-            return m.group(0)
-        kept.append(f"{m.group(1)}={value}")
-        return f"{m.group(1)}={_py_literal(value)}"
+    form = _FORMS.get(snippet.language)
+    if form is not None:
+        pattern, render, shown = form
 
-    def cli(m: re.Match) -> str:
-        value = user_value(m.group(1))
-        if value is None:
-            return m.group(0)
-        kept.append(f"--{m.group(1)} {value}")
-        return m.group(0).replace(m.group(2), value)
+        def substitute(m: re.Match) -> str:
+            value = user_value(m.group(1))
+            if value is None:
+                return m.group(0)
+            kept.append(shown.format(key=m.group(1), value=value))
+            return render(m, value)
 
-    def yml(m: re.Match) -> str:
-        value = user_value(m.group(1))
-        if value is None:
-            return m.group(0)
-        kept.append(f"{m.group(1)}: {value}")
-        return f"{m.group(1)}: {value}"
-
-    if snippet.language == "python":
-        code = _PY_KWARG.sub(py, code)
-    elif snippet.language == "bash":
-        code = _CLI_FLAG.sub(cli, code)
-    elif snippet.language == "yaml":
-        code = _YAML_KEY.sub(yml, code)
+        code = pattern.sub(substitute, code)
     user_model = signals.model.get("name") if signals.model else None
     if user_model and "/" in user_model and _family_fits(signals, article):
         code, n = _HF_ID.subn(lambda m: f"{m.group(1)}{user_model}{m.group(1)}", code, count=1)
