@@ -210,3 +210,15 @@ def test_settings_env_override(monkeypatch):
     assert Settings.from_env().top_k == 9
     assert Settings.from_env(top_k=3).top_k == 3
     assert replace(Settings(), top_k=2).top_k == 2
+
+
+def test_watch_stdin_reports_anomaly_and_exits(runner, cli_env):
+    healthy = "".join(
+        f"{{'loss': {2.0 - i * 0.01:.2f}, 'grad_norm': 1.1, 'step': {i}}}\n" for i in range(1, 30)
+    )
+    res = runner.invoke(main, ["watch", "-", "--exit-on-anomaly"], input=healthy)
+    assert res.exit_code == 0 and res.stdout == ""  # silent while healthy
+    broken = healthy + "{'loss': nan, 'grad_norm': nan, 'step': 30}\n" * 3
+    res = runner.invoke(main, ["watch", "-", "--exit-on-anomaly"], input=broken)
+    assert res.exit_code == 3
+    assert "[kb watch]" in res.stdout and "fixture-fp16-overflow" in res.stdout
