@@ -144,7 +144,8 @@ def run_cases(
             result.answer_text = full
             low = full.lower()
             result.keywords_found = sum(1 for kw in case.fix_keywords if kw.lower() in low)
-            result.invented = invented_names(full, hits)
+            # Names quoted back from the user's own log (in the evidence) are not invented.
+            result.invented = [n for n in invented_names(full, hits) if n not in case.query]
             result.llm_fell_back = bool(use_llm and not answer.llm_text)
         results.append(result)
     return results
