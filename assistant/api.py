@@ -11,6 +11,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from assistant.feedback import Feedback, FeedbackStore
 from assistant.redact import redact
@@ -40,6 +41,35 @@ class FeedbackRequest(BaseModel):
     comment: str = ""
 
 
+class BodyLimit:
+    """Refuse request bodies over `limit` bytes with 413 without reading them: by Content-Length
+    up front, and by counting as they arrive (a chunked upload declares no length)."""
+
+    def __init__(self, app, limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        message = f"request body over {self.limit // 1024} KiB"
+        length = dict(scope["headers"]).get(b"content-length", b"")
+        if length.isdigit() and int(length) > self.limit:
+            return await JSONResponse({"error": message}, status_code=413)(scope, receive, send)
+        seen = 0
+
+        async def counted():
+            nonlocal seen
+            event = await receive()
+            seen += len(event.get("body", b""))
+            if seen > self.limit:
+                # FastAPI re-raises an HTTPException from reading the body: the handler answers.
+                raise HTTPException(status_code=413, detail=message)
+            return event
+
+        await self.app(scope, counted, send)
+
+
 def create_api(assistant: Assistant, feedback: FeedbackStore) -> FastAPI:
     settings = assistant.settings
     api = FastAPI(
@@ -55,14 +85,7 @@ def create_api(assistant: Assistant, feedback: FeedbackStore) -> FastAPI:
             allow_headers=["Authorization", "Content-Type"],
         )
 
-    @api.middleware("http")
-    async def limit_body(request: Request, call_next):
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
-            return JSONResponse(
-                {"error": f"request body over {MAX_BODY_BYTES // 1024} KiB"}, status_code=413
-            )
-        return await call_next(request)
+    api.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
 
     def require_token(request: Request) -> None:
         if not settings.api_token:
@@ -75,9 +98,10 @@ def create_api(assistant: Assistant, feedback: FeedbackStore) -> FastAPI:
     async def kb_error(request: Request, exc: KbError):
         return JSONResponse({"error": str(exc)}, status_code=400)
 
-    @api.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException):
-        return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
+    # Starlette's own HTTPException too: FastAPI raises it for a body it cannot parse, 404, 405.
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        return JSONResponse({"error": exc.detail}, status_code=exc.status_code, headers=exc.headers)
 
     from fastapi.exceptions import RequestValidationError
 

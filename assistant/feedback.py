@@ -80,12 +80,12 @@ class FeedbackStore:
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 time.time(),
-                fb.query[:MAX_QUERY],
-                fb.article_id,
-                fb.failure_mode,
+                _encodable(fb.query[:MAX_QUERY]),
+                _encodable(fb.article_id),
+                _encodable(fb.failure_mode),
                 fb.rating,
                 fb.fixed,
-                fb.comment,
+                _encodable(fb.comment),
             ),
         )
         return int(cur.lastrowid)
@@ -106,3 +106,8 @@ class FeedbackStore:
 
     def not_helpful(self) -> list[dict]:
         return [r for r in self.rows() if r["rating"] == "not_helpful" or r["fixed"] == "no"]
+
+
+def _encodable(text: str | None) -> str | None:
+    """Lone surrogates (a JSON "\\ud800") as "?": SQLite stores only encodable text."""
+    return text if text is None else text.encode("utf-8", "replace").decode("utf-8")

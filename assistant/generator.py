@@ -247,7 +247,7 @@ class OpenAICompatibleGenerator:
             ) as resp:
                 if resp.status_code != 200:
                     raise GenerationFailed(f"{url} answered HTTP {resp.status_code}")
-                for line in resp.iter_lines():
+                for line in _lines(resp, deadline, url):
                     if time.monotonic() > deadline:
                         break
                     if not line.startswith("data:"):
@@ -263,6 +263,26 @@ class OpenAICompatibleGenerator:
                         yield delta["content"]
         except httpx.HTTPError as exc:
             raise GenerationFailed(f"cannot reach the model server {url}: {exc}") from exc
+
+
+MAX_EVENT_LINE = 1 << 20
+
+
+def _lines(resp, deadline: float, url: str) -> Iterator[str]:
+    """The response's lines, ending at the deadline even while no whole line arrives: a server
+    that drips bytes without a newline would hold `iter_lines()` (and the user) forever."""
+    pending = ""
+    for text in resp.iter_text():
+        if time.monotonic() > deadline:
+            return
+        pending += text
+        if "\n" in text:
+            *lines, pending = pending.split("\n")
+            yield from lines
+        if len(pending) > MAX_EVENT_LINE:
+            raise GenerationFailed(f"{url} sent a line over {MAX_EVENT_LINE} bytes")
+    if pending:
+        yield pending
 
 
 def load_generator(settings: Settings) -> Generator | None:

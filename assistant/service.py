@@ -96,6 +96,7 @@ class Assistant:
         context = (
             QueryContext(
                 phrases=tuple(signals.evidence_phrases()),
+                anomalies=tuple(a.detail.rstrip(".") for a in signals.anomalies),
                 stage=signals.stage,
                 framework=signals.framework,
                 hinted_modes=hinted_modes(signals),
@@ -195,9 +196,12 @@ def _abstain(text: str, hits: list[Hit], threshold: float) -> tuple[bool, str]:
 def _check_text(text: str, max_bytes: int) -> str:
     if text is None or not str(text).strip():
         raise BadInput("the query is empty: paste an error message, a traceback or a log")
-    if len(text.encode("utf-8", "replace")) > max_bytes:
+    data = text.encode("utf-8", "replace")
+    if len(data) > max_bytes:
         raise BadInput(
             f"the input is larger than {max_bytes // (1024 * 1024)} MiB; "
             "paste the traceback and the metric lines around the failure instead"
         )
-    return text
+    # Lone surrogates (argv with undecodable bytes, a JSON "\ud800") become "?": the embedder
+    # and the UTF-8 responses take only encodable text.
+    return data.decode("utf-8")

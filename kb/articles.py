@@ -86,6 +86,21 @@ class Article:
 _md = MarkdownIt("commonmark").use(front_matter_plugin)
 
 
+class _AliasRefused(Exception):
+    """An alias in front matter: one line of `*name` can stand for billions of items."""
+
+
+class _FrontMatterLoader(yaml.SafeLoader):
+    """SafeLoader without anchors' aliases. A "billion laughs" front matter loads fast but
+    expands when its fields are turned into strings; articles write their values out."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise _AliasRefused(f"*{event.anchor} at line {event.start_mark.line + 2}")
+        return super().compose_node(parent, index)
+
+
 def split_document(text: str) -> tuple[str | None, dict[str, str]]:
     """Split a markdown document into its front matter source and its level-2 sections.
 
@@ -164,11 +179,17 @@ def parse_article(path: Path) -> Article:
     if front is None:
         raise ArticleError(f"{path}: no YAML front matter (the file must start with '---')")
     try:
-        meta = yaml.safe_load(front)
+        meta = yaml.load(front, Loader=_FrontMatterLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark else ""
         raise ArticleError(f"{path}: front matter is not valid YAML{where}") from exc
+    except _AliasRefused as exc:
+        raise ArticleError(f"{path}: front matter uses the YAML alias {exc}; write it out") from exc
+    except RecursionError as exc:
+        raise ArticleError(f"{path}: front matter is too deeply nested") from exc
+    except ValueError as exc:  # a scalar that cannot be built: 2001-13-45, a 5000-digit int
+        raise ArticleError(f"{path}: front matter is not valid YAML ({exc})") from exc
     if not isinstance(meta, dict):
         raise ArticleError(f"{path}: front matter must be a mapping of fields")
     zh = meta.get("zh") if isinstance(meta.get("zh"), dict) else {}

@@ -15,8 +15,26 @@ from kb.text import tokenize
 
 RRF_K = 10  # rank-fusion constant; 10 vs 30 measured: same MRR, 10 gives better hit@3
 BM25_RELATIVE_FLOOR = 0.3  # a BM25 match below this share of the best one is dropped
+# An anomaly is a specific fact ("loss is nan from step 120"): only articles that say nearly as
+# much about it as the best one get its (strong) vote, not those sharing the word "loss".
+ANOMALY_RELATIVE_FLOOR = 0.6
 DENSE_CANDIDATES = 64
-WEIGHTS = {"signature": 2.0, "bm25": 1.0, "dense": 1.0, "signals": 1.2, "context": 0.3, "hint": 3.0}
+# Weights chosen with `kb eval` on dev + the natural working sample (107 reports): dense ahead
+# of BM25; the log's setting (precision, model, flags) only as a light boost, since stronger made
+# hub articles win everything; what the run did (an anomaly the analyzer detected) counts more.
+WEIGHTS = {
+    "signature": 2.0,
+    "bm25": 0.5,
+    "dense": 1.5,
+    "signals": 0.3,
+    "anomalies": 2.0,
+    "context": 0.3,
+    "hint": 3.0,
+}
+# The log's signals ("fp16 enabled", "loss fell to 0.0 at step 40") are compared with what an
+# article says about when it happens (titles, symptoms, signatures, conditions), not its prose:
+# every Cause/Why section mentions fp16 or loss, so matching them there says nothing.
+SIGNAL_SECTIONS = ("summary", "signatures")
 # Dense cosine range of the bundled e5 model on this corpus, used to place a hit on 0..1
 # (measured with `kb eval`; see README, Quality).
 DENSE_FLOOR, DENSE_CEIL = 0.80, 0.92
@@ -47,6 +65,7 @@ class QueryContext:
     """What the log analyzer learned, in plain values (kb does not depend on `assistant`)."""
 
     phrases: tuple[str, ...] = ()  # "loss fell to 0.0 at step 40", "fp16 enabled", ...
+    anomalies: tuple[str, ...] = ()  # only what the run did: "loss is nan from step 120"
     stage: str | None = None
     framework: str | None = None
     # Failure modes the log itself points at (e.g. "works after downgrading" -> a version
@@ -72,11 +91,16 @@ class Retriever:
         self.embedder = embedder
         self.matcher = SignatureMatcher(list(index.articles.values()))
         self._chunk_article = [c.article_id for c in index.chunks]
+        self._chunk_section = np.array([c.section for c in index.chunks])
 
     # --- single signals (also the eval baselines) -------------------------------------
-    def bm25_articles(self, text: str) -> tuple[list[str], dict[str, _Candidate]]:
+    def bm25_articles(
+        self, text: str, sections: tuple[str, ...] = (), floor: float = BM25_RELATIVE_FLOOR
+    ) -> tuple[list[str], dict[str, _Candidate]]:
         terms = tokenize(text)
         scores = self.index.bm25.scores(terms)
+        if sections:
+            scores = np.where(np.isin(self._chunk_section, sections), scores, 0.0)
         best: dict[str, tuple[float, int]] = {}
         for doc in np.flatnonzero(scores > 0):
             aid = self._chunk_article[doc]
@@ -86,8 +110,8 @@ class Retriever:
         order = sorted(best, key=lambda a: -best[a][0])
         # Articles that share only a common word with the query ("training") are not evidence.
         if order:
-            floor = best[order[0]][0] * BM25_RELATIVE_FLOOR
-            order = [a for a in order if best[a][0] >= floor]
+            cutoff = best[order[0]][0] * floor
+            order = [a for a in order if best[a][0] >= cutoff]
         details = {}
         for aid in order[:DENSE_CANDIDATES]:
             score, doc = best[aid]
@@ -149,11 +173,17 @@ class Retriever:
 
         if context.phrases:
             signal_text = "\n".join(context.phrases)
-            sig_order, sig_details = self.bm25_articles(signal_text)
+            sig_order, sig_details = self.bm25_articles(signal_text, SIGNAL_SECTIONS)
             for rank, aid in enumerate(sig_order[:DENSE_CANDIDATES], 1):
                 c = cand(aid)
                 c.ranks["signals"] = rank
                 c.signal_terms = sig_details[aid].bm25_terms
+        if context.anomalies:
+            anomaly_order, _ = self.bm25_articles(
+                "\n".join(context.anomalies), SIGNAL_SECTIONS, ANOMALY_RELATIVE_FLOOR
+            )
+            for rank, aid in enumerate(anomaly_order[:DENSE_CANDIDATES], 1):
+                cand(aid).ranks["anomalies"] = rank
 
         ctx_articles = [
             a.id

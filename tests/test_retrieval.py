@@ -42,7 +42,9 @@ def test_signature_match_is_evidence_and_confident(retriever):
 
 
 def test_signals_add_evidence(retriever):
-    ctx = QueryContext(phrases=("DPO loss stuck at 0.6931 (ln 2) from step 1",), stage="dpo")
+    # A vague question: the anomaly the analyzer found in the log is what picks the case.
+    anomaly = "DPO loss stuck at 0.6931 (ln 2) from step 1"
+    ctx = QueryContext(phrases=(anomaly,), anomalies=(anomaly,), stage="dpo")
     hit = retriever.search("my training does not learn", k=1, context=ctx)[0]
     assert hit.article.id == "fixture-dpo-stuck"
     assert any(e.startswith("from your log") for e in hit.evidence)
