@@ -55,7 +55,9 @@ def _collect_names(article: Article) -> frozenset[str]:
         *(s.code for s in article.snippets),
         *article.sections.values(),
     ]
-    return frozenset(_IDENT.findall("\n".join(parts)))
+    text = "\n".join(parts)
+    # Flags as the answer's checker reads them too: `--no-build-isolation` -> no_build_isolation.
+    return frozenset(_IDENT.findall(text)) | {use.name for use in name_uses(text)}
 
 
 def known_names(hits: list[Hit]) -> frozenset[str]:
