@@ -26,13 +26,39 @@ _HINTS = (
     "failed",
     "Failed",
     "FAILED",
+    "odule",
+    "import",
+    "attribute",
+    "argument",
+    "range",
+    "EXC_",
+    "initiali",
+    "mismatch",
+    "grad",
+    "xpected",
+    "ssert",
 )
 _ERROR = re.compile(
     r"CUDA out of memory|OutOfMemoryError|out of memory|NCCL.{0,80}(?:[Tt]imeout|[Ee]rror|failure)"
     r"|Watchdog caught collective operation timeout|Bus error|Segmentation fault|core dumped"
     r"|SIG(?:SEGV|KILL|ABRT|TERM|BUS)\b|^\s*Killed\b|exitcode\s*:\s*-?[1-9]|ChildFailedError"
     r"|exited with return code [1-9-]|already at minimum|loss is nan|NaN or Inf found"
-    r"|(?:^|\s|\]|:)[\w.]*(?:Error|Exception)(?::|\s*$)|\bERROR\b|\[E(?: |\])|\berror:",
+    # Messages people paste without the exception's name in front.
+    r"|No module named|cannot import name|has no attribute|unexpected keyword argument"
+    r"|index out of range|EXC_BAD_ACCESS|please initiali[sz]e|size mismatch for"
+    r"|does not require grad|Expected all tensors|device-side assert|Assertion .{0,80} failed",
+    re.IGNORECASE,
+)
+# Case matters here: "ValueError:", "ERROR", "[E ...]" are a program's words; "I got an error:"
+# or "Training error when using GRPO" are a person's, and say nothing about the cause.
+_ERROR_CASED = re.compile(
+    r"(?<![A-Za-z0-9_])(?:\w+\.)*(?:[A-Z]\w*)?(?:Error|Exception)(?::|\s*$)|\bERROR\b|\[E(?: |\])"
+    r"|^\s*(?:\[[^\]]*\]\s*)*(?:error|fatal):"
+)
+# Lines that only say a process died; the cause is in another line the user did not paste.
+WRAPPER = re.compile(
+    r"exitcode\s*:|ChildFailedError|CalledProcessError|exited with return code|SIGTERM"
+    r"|Sending process \d+ closing signal",
     re.IGNORECASE,
 )
 _WARNING = re.compile(r"Warning:|\bWARNING\b|\[W(?: |\])|\bWARN\b|OVERFLOW!|Skipping step", re.I)
@@ -47,7 +73,7 @@ def classify(line: str) -> str | None:
     """
     if not any(h in line for h in _HINTS):
         return None
-    if _ERROR.search(line):
+    if _ERROR.search(line) or _ERROR_CASED.search(line):
         return "error"
     if _WARNING.search(line):
         return "warning"

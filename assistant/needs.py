@@ -31,8 +31,8 @@ def missing_info(text: str, signals: LogSignals) -> list[str]:
     "Traceback (most recent call last):\\n  File \\"train.py\\", line 3" -> ["traceback", ...]
     "ValueError: Cannot handle batch sizes > 1 if no padding token is defined." -> []
     """
-    if signals.errors or signals.anomalies or signals.has_error_text:
-        return []
+    if signals.anomalies or signals.has_error_text:
+        return []  # has_error_text is False when the only error is "a child process died"
     if sum(len(points) for points in signals.metrics.values()) >= 3:
         return []  # the curve is here; whatever is wrong, it is in the data we have
     asks: list[str] = []

@@ -90,7 +90,7 @@ class LogSignals:
         (precision, stage, model, hardware, framework, versions).
         """
         out: list[str] = []
-        for e in sorted(self.errors, key=lambda e: e.type.endswith(_WRAPPER_ERRORS)):
+        for e in sorted(self.errors, key=lambda e: e.type.endswith(WRAPPER_ERRORS)):
             out.append(_clip(e.line, 200))
         for a in self.anomalies:
             out.append(a.detail.rstrip("."))
@@ -126,7 +126,7 @@ class LogSignals:
 
 
 # Launcher errors that only say "a child died"; the root cause is the other exception.
-_WRAPPER_ERRORS = ("ChildFailedError", "CalledProcessError")
+WRAPPER_ERRORS = ("ChildFailedError", "CalledProcessError")
 
 _NOTABLE_FLAGS = (
     "finetuning_type",
