@@ -22,8 +22,21 @@ _TRAINING = re.compile(
 _SERVING = re.compile(
     r"\b(vllm serve|deploy(?:ed|ing|ment)?|serving|inference server|openai[- ]compatible|"
     r"tool[_ ]?(?:call|choice)\w*|function[_ ]call\w*|chat completions?|ollama|llama\.cpp|gguf|"
-    r"quantiz\w+ (?:to|into) gguf|api server|endpoint)\b"
+    r"quantiz\w+ (?:to|into) gguf|api server|endpoint|collect_env\.py|your current environment)\b"
     r"|部署|推理服务|工具调用|函数调用",
+    re.IGNORECASE,
+)
+# Vision/diffusion models: LoRA and "fine-tune" are used there too, but kb knows LLM training.
+_NON_LLM = re.compile(
+    r"\b(resnet\d*|cifar-?\d*|mnist|imagenet|yolo\w*|stable[ -]?diffusion|sdxl|controlnet|"
+    r"unet|diffusers|dreambooth|text[ -]to[ -]image)\b",
+    re.IGNORECASE,
+)
+_LLM = re.compile(
+    r"\b(llm|llama\w*|qwen\w*|mistral\w*|mixtral|gpt\w*|glm\w*|chatglm\w*|baichuan\w*|gemma\w*|"
+    r"phi-?\d\w*|internlm\w*|deepseek\w*|yi-\w+|bloom\w*|opt-\w+|falcon\w*|llava\w*|"
+    r"tokeni[sz]er|chat[ _]template|causal ?lm|instruct\w*|sft|dpo|grpo|ppo|rlhf)\b"
+    r"|大模型|语言模型",
     re.IGNORECASE,
 )
 _FEATURE_REQUEST = re.compile(
@@ -39,11 +52,14 @@ class Scope:
     training_cues: int
     serving_cues: int
     feature_request: bool
+    non_llm: bool = False  # about a vision/diffusion model, with nothing about an LLM
 
     @property
     def out_of_scope(self) -> bool:
         """Serving or feature-request talk that outweighs any training talk."""
         if self.feature_request and self.training_cues <= 2:
+            return True
+        if self.non_llm:
             return True
         return self.serving_cues > 0 and self.serving_cues >= self.training_cues
 
@@ -51,6 +67,8 @@ class Scope:
     def reason(self) -> str:
         if self.feature_request:
             return "it reads as a feature request, not a failed training run"
+        if self.non_llm:
+            return "it is about a vision or diffusion model; kb knows LLM fine-tuning failures"
         if self.serving_cues:
             return "it is about serving or deploying a model, not a failed training run"
         return ""
@@ -62,4 +80,5 @@ def assess(text: str) -> Scope:
         training_cues=len(set(m.group(0).lower() for m in _TRAINING.finditer(head))),
         serving_cues=len(set(m.group(0).lower() for m in _SERVING.finditer(head))),
         feature_request=bool(_FEATURE_REQUEST.search(head)),
+        non_llm=bool(_NON_LLM.search(head)) and not _LLM.search(head),
     )
