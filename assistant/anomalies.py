@@ -18,6 +18,7 @@ SPIKE_MIN_JUMP = 1.0
 OVERFLOW_SKIPS = 10  # a fresh fp16 run skips a handful of steps while the scaler settles
 EARLY_POINTS = 8
 BEST_WINDOW = 200  # divergence is judged against the best level of the last ~200 points
+QUIET_BLOCK = 256  # points of a non-loss series checked at once in bulk reads
 
 
 def median(values) -> float:
@@ -83,6 +84,22 @@ class _Series:
         self.best_due = 0
 
 
+def _ready(st: _Series) -> bool:
+    """Past the first point and the early points, and not inside a run of zeros."""
+    return (
+        st.first is not None
+        and not st.zero_len
+        and (st.limit is None or len(st.early) >= EARLY_POINTS)
+    )
+
+
+def _quiet_bounds(st: _Series) -> tuple[float, float]:
+    """(big, floor): a quiet point has -big < value < big and value > floor."""
+    big = 10.0 if st.limit is not None else math.inf  # explosion is judged from 10 on
+    floor = 1.0 if st.name == "loss_scale" else -math.inf  # a scale <= 1 is at its minimum
+    return big, floor
+
+
 class AnomalyMonitor:
     """Feed points with `add`; `found` holds each anomaly once, in the order they appeared.
 
@@ -121,9 +138,136 @@ class AnomalyMonitor:
         st = self._series.get(name)
         if st is None:
             st = self._series[name] = _Series(name)
-        st.n += 1
         if not st.watched:
+            st.n += 1
             return
+        self._judge(st, step, value)
+
+    def add_records(self, steps: list[int | None], columns: dict[str, list[float]]) -> None:
+        """Many records at once: record i has steps[i] and columns[name][i] for each name.
+
+        Finds what add() would, record by record and name by name, in the same order; the series
+        are walked one at a time, so a long run of healthy points costs a few compares each.
+        """
+        start = len(self.found)
+        rows: list[tuple[int, int]] = []  # (record, column) where each new anomaly appeared
+        for col, (name, values) in enumerate(columns.items()):
+            rows.extend((row, col) for row in self._add_points(name, steps, values))
+        if len(rows) > 1:
+            # Reported series by series; put them back in the order a line-by-line read finds.
+            order = sorted(range(len(rows)), key=rows.__getitem__)
+            new = [self.found[start + i] for i in order]
+            self.found[start:] = new
+            for i, a in enumerate(new, start):
+                self._keys[(a.kind, a.metric)] = i
+
+    def _add_points(self, name: str, steps: list[int | None], values: list[float]) -> list[int]:
+        """add() for each point of one series; returns the record index of each new anomaly."""
+        st = self._series.get(name)
+        if st is None:
+            st = self._series[name] = _Series(name)
+        if not st.watched:
+            st.n += len(values)
+            return []
+        if st.loss:
+            return self._walk(st, steps, values, 0)
+        # Other series (grad norm, rewards, loss scale) keep no per-point state, so a block of
+        # quiet points is taken whole, by C loops (sum, min, max).
+        rows = []
+        for at in range(0, len(values), QUIET_BLOCK):
+            block = values[at : at + QUIET_BLOCK]
+            if not self._quiet_block(st, steps[at + len(block) - 1], block):
+                rows += self._walk(st, steps[at : at + QUIET_BLOCK], block, at)
+        return rows
+
+    @staticmethod
+    def _quiet_block(st: _Series, last_step: int | None, values: list[float]) -> bool:
+        """Take a block of a non-loss series whole if every point is quiet (see _walk)."""
+        if not (_ready(st) and math.isfinite(sum(values))):  # nan or inf: the sum is not finite
+            return False
+        lo, hi = min(values), max(values)
+        big, floor = _quiet_bounds(st)
+        if not (-big < lo and hi < big and lo > floor) or 0.0 in values:
+            return False
+        st.n += len(values)
+        st.n_finite += len(values)
+        st.lo, st.hi = min(st.lo, lo), max(st.hi, hi)
+        st.nonzero_seen = st.nonzero_seen or st.watch_zero
+        st.last, st.last_value = (last_step, st.n), values[-1]
+        return True
+
+    def _walk(
+        self, st: _Series, steps: list[int | None], values: list[float], offset: int
+    ) -> list[int]:
+        """add() point by point, quiet points with locals; rows are offset + index."""
+        found, rows = self.found, []
+        # A quiet point is finite, nonzero, below every absolute threshold, after the early
+        # points and outside a run of zeros. For it _judge only counts, tracks the range, the
+        # ln 2 band and the spike window, which this loop does with locals, calling the same
+        # helpers as _track_spike; every other point goes to _judge itself, so each anomaly
+        # still has one definition.
+        big, floor = _quiet_bounds(st)
+        loss, spiky, window = st.loss, st.spiky, st.window
+        append, refresh, check = window.append, self._refresh_median, self._spike_or_divergence
+        n, n_finite, lo, hi, n_ln2 = st.n, st.n_finite, st.lo, st.hi, st.n_ln2
+        ready, armed = _ready(st), self._armed(st)
+        median_due, low = st.median_due, min(st.median, st.best_median)
+        quiet_seen = False
+        for i, (step, value) in enumerate(zip(steps, values, strict=True)):
+            if ready and -big < value < big and value != 0.0 and value > floor:
+                n += 1
+                n_finite += 1
+                if value < lo:
+                    lo = value
+                if value > hi:
+                    hi = value
+                quiet_seen = True
+                if not loss:
+                    continue
+                if -LN2_TOL <= value - LN2 <= LN2_TOL:
+                    n_ln2 += 1
+                if not spiky:
+                    continue
+                if not armed:  # _track_spike before the window holds 8 points
+                    append(value)
+                    armed = self._armed(st)
+                    continue
+                if n_finite >= median_due:
+                    st.n_finite = n_finite
+                    refresh(st)
+                    median_due, low = st.median_due, min(st.median, st.best_median)
+                if value - low > SPIKE_MIN_JUMP:
+                    st.n_finite, st.last = n_finite, (step, n)
+                    before = len(found)
+                    check(st, value)
+                    rows.extend([offset + i] * (len(found) - before))
+                append(value)
+                continue
+            st.n, st.n_finite, st.lo, st.hi, st.n_ln2 = n, n_finite, lo, hi, n_ln2
+            if quiet_seen and st.watch_zero:
+                st.nonzero_seen = True
+            before = len(found)
+            self._judge(st, step, value)
+            rows.extend([offset + i] * (len(found) - before))
+            n, n_finite, lo, hi, n_ln2 = st.n, st.n_finite, st.lo, st.hi, st.n_ln2
+            ready, armed = _ready(st), self._armed(st)
+            median_due, low = st.median_due, min(st.median, st.best_median)
+            quiet_seen = False
+        st.n, st.n_finite, st.lo, st.hi, st.n_ln2 = n, n_finite, lo, hi, n_ln2
+        if quiet_seen:
+            if st.watch_zero:
+                st.nonzero_seen = True
+            st.last, st.last_value = (steps[-1], n), values[-1]
+        return rows
+
+    def _armed(self, st: _Series) -> bool:
+        """Whether _track_spike judges the next point: 8 in the window and no explosion yet."""
+        return len(st.window) >= 8 and ("explosion", st.name) not in self._keys
+
+    def _judge(self, st: _Series, step: int | None, value: float) -> None:
+        """Every check on one point of a watched series."""
+        name = st.name
+        st.n += 1
         st.last = (step, st.n)
         st.last_value = value
         if st.first is None:
@@ -204,33 +348,42 @@ class AnomalyMonitor:
         if len(w) >= 8 and ("explosion", st.name) not in self._keys:
             # The window median is refreshed every 8 points; only a candidate pays for a sort.
             if st.n_finite >= st.median_due:
-                st.median = median(w)
-                st.median_due = st.n_finite + 8
-                if st.median < st.best_median or st.n_finite >= st.best_due:
-                    st.best_median, st.best_due = st.median, st.n_finite + BEST_WINDOW
-            med = st.median
-            if value > SPIKE_RATIO * med and value - med > SPIKE_MIN_JUMP:
-                med = median(w)
-                if value > SPIKE_RATIO * med and value - med > SPIKE_MIN_JUMP:
-                    self._report(
-                        "spike",
-                        st.name,
-                        st.last[0],
-                        f"{st.name} jumped from about {med:.3g} to {value:.4g} "
-                        f"at {where(*st.last)}",
-                    )
-            best = st.best_median
-            if st.n_finite >= 15 and value > 3 * best and value - best > SPIKE_MIN_JUMP:
-                recent = median((w[-1], w[-2], w[-3], w[-4], w[-5], value))
-                if recent > 3 * best and recent - best > SPIKE_MIN_JUMP:
-                    self._report(
-                        "divergence",
-                        st.name,
-                        st.last[0],
-                        f"{st.name} is diverging: up from {best:.3g} to "
-                        f"{recent:.3g} by {where(*st.last)}",
-                    )
+                self._refresh_median(st)
+            if value - min(st.median, st.best_median) > SPIKE_MIN_JUMP:
+                self._spike_or_divergence(st, value)
         w.append(value)
+
+    @staticmethod
+    def _refresh_median(st: _Series) -> None:
+        st.median = median(st.window)
+        st.median_due = st.n_finite + 8
+        if st.median < st.best_median or st.n_finite >= st.best_due:
+            st.best_median, st.best_due = st.median, st.n_finite + BEST_WINDOW
+
+    def _spike_or_divergence(self, st: _Series, value: float) -> None:
+        """A point well above the recent median or the best level: confirm against the window."""
+        w = st.window
+        med = st.median
+        if value > SPIKE_RATIO * med and value - med > SPIKE_MIN_JUMP:
+            med = median(w)
+            if value > SPIKE_RATIO * med and value - med > SPIKE_MIN_JUMP:
+                self._report(
+                    "spike",
+                    st.name,
+                    st.last[0],
+                    f"{st.name} jumped from about {med:.3g} to {value:.4g} at {where(*st.last)}",
+                )
+        best = st.best_median
+        if st.n_finite >= 15 and value > 3 * best and value - best > SPIKE_MIN_JUMP:
+            recent = median((w[-1], w[-2], w[-3], w[-4], w[-5], value))
+            if recent > 3 * best and recent - best > SPIKE_MIN_JUMP:
+                self._report(
+                    "divergence",
+                    st.name,
+                    st.last[0],
+                    f"{st.name} is diverging: up from {best:.3g} to "
+                    f"{recent:.3g} by {where(*st.last)}",
+                )
 
     # -- events that are not series points --------------------------------------------------
     def overflow(self, step: int | None, reduced_to: float | None = None) -> None:

@@ -13,9 +13,16 @@ from collections import deque
 
 from assistant.anomalies import AnomalyMonitor
 from assistant.context import extract_context
-from assistant.errorlines import classify
-from assistant.metrics import parse_plain, parse_progress, parse_record, record_from_dict
-from assistant.signals import Anomaly, ErrorInfo, LogSignals, Point
+from assistant.errorlines import WRAPPER, classify
+from assistant.metrics import (
+    RecordShape,
+    parse_plain,
+    parse_progress,
+    parse_record,
+    record_from_dict,
+    record_shape,
+)
+from assistant.signals import WRAPPER_ERRORS, Anomaly, ErrorInfo, LogSignals, Point
 from assistant.tracebacks import TracebackCollector, split_prefix
 
 MAX_REGEX_LINE = 10_000  # longer lines get only a cheap scan: no regex runs on them
@@ -23,6 +30,10 @@ MAX_ERROR_LINES = 60
 CONTEXT_HEAD_CHARS = 3_000_000  # unique non-metric text kept for the setting (config, versions)
 CONTEXT_TAIL_LINES = 3_000
 MAX_JSON_BLOCK = 60  # lines of a multi-line JSON record (trainer_state.json log_history entry)
+MAX_SHAPES = 8  # record shapes remembered; a Trainer log alternates two or three (train, eval)
+BULK_ROWS = 16  # shorter runs of records are read record by record
+RUN_BLOCK = 16  # lines of a run matched one by one before it is read in blocks of 64, 256, ...
+MAX_RUN_BLOCK = 4096
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]|\x1b\][^\x07\n]*\x07?")
 _JUNK_BYTES = bytes(
@@ -106,6 +117,7 @@ class Analyzer:
         self._ordinal = 0
         self._json_block: list[str] | None = None
         self._last_bar: str | None = None
+        self._shapes: list[RecordShape] = []  # most recently used first
 
     # -- feeding -----------------------------------------------------------------------------
     def feed_text(self, text: str) -> None:
@@ -113,8 +125,20 @@ class Analyzer:
         stripped = text.lstrip()
         if stripped[:1] == "{" and '"log_history"' in text[:200_000] and self._trainer_state(text):
             return
-        for line in text.split("\n"):
-            self.feed_line(line)
+        self.feed_lines(text.split("\n"))
+
+    def feed_lines(self, lines: list[str]) -> None:
+        """feed_line() for each line, reading runs of same-shape metric records in bulk."""
+        feed, i, n = self.feed_line, 0, len(lines)
+        while i < n:
+            line = lines[i]
+            if line[:1] == "{" and self._json_block is None and not self.tracebacks._open:
+                taken = self._record_run(lines, i)
+                if taken:
+                    i += taken
+                    continue
+            feed(line)
+            i += 1
 
     def feed_line(self, line: str) -> None:
         if "\r" not in line:
@@ -186,6 +210,111 @@ class Analyzer:
                 return True
         self._deepspeed(body)
         return False
+
+    def _record_run(self, lines: list[str], start: int) -> int:
+        """Read the flat records from lines[start] on in bulk, as _line would one by one.
+
+        Returns how many lines it took (0: lines[start] is no flat record). A run holds only
+        metric lines, which leave the traceback, JSON-block and context state alone, so taking
+        them together changes nothing but the time. Past its first lines a run is read in
+        blocks, one findall over the joined block, while every line of a block matches.
+        """
+        shape = self._shape(lines[start])
+        if shape is None:
+            return 0
+        match, rows, i, n = shape.pattern.fullmatch, [], start, len(lines)
+        block = RUN_BLOCK
+        while i < n:
+            if i - start < RUN_BLOCK:  # line by line at first: most runs are a single record
+                m = match(lines[i]) if len(lines[i]) <= MAX_REGEX_LINE else None
+                if m is None:
+                    break
+                rows.append(m.groups())
+                i += 1
+                continue
+            chunk = lines[i : i + block]
+            if max(map(len, chunk)) <= MAX_REGEX_LINE:
+                found = shape.lines.findall("\n".join(chunk))
+                if len(found) == len(chunk):  # at most one match a line: every line matched
+                    rows += found if shape.pattern.groups > 1 else [(t,) for t in found]
+                    i += len(chunk)
+                    block = min(block * 4, MAX_RUN_BLOCK)
+                    if len(rows) >= MAX_RUN_BLOCK:  # hand on as we go: the tokens take memory
+                        self._records(shape, rows)
+                        rows = []
+                    continue
+            for line in chunk:  # the run ends in this chunk: find where
+                m = match(line) if len(line) <= MAX_REGEX_LINE else None
+                if m is None:
+                    break
+                rows.append(m.groups())
+                i += 1
+            break
+        if rows:
+            self._records(shape, rows)
+        return i - start
+
+    def _shape(self, line: str) -> RecordShape | None:
+        """The shape `line` has: a remembered one, else a new one; None if it is no flat record."""
+        shapes = self._shapes
+        for i, shape in enumerate(shapes):
+            if shape.pattern.fullmatch(line):
+                if i:
+                    shapes.insert(0, shapes.pop(i))
+                return shape
+        if len(line) > MAX_REGEX_LINE:
+            return None
+        shape = record_shape(line)
+        if shape is None:
+            return None
+        shapes.insert(0, shape)
+        del shapes[MAX_SHAPES:]
+        return shape
+
+    def _records(self, shape: RecordShape, rows: list[tuple[str, ...]]) -> None:
+        """_record() for each row of number tokens read by `shape`, series by series."""
+        pairs = list(zip(shape.names, shape.columns, strict=True))
+        sc = shape.step_column
+        if len(rows) < BULK_ROWS:
+            # A record between progress bars: per record is cheaper than setting up columns.
+            for row in rows:
+                try:
+                    values = {name: float(row[col]) for name, col in pairs}
+                    step = None if sc is None else _step_of(float(row[sc]))
+                except ValueError:
+                    self.feed_line(shape.line(row))
+                    continue
+                self._record(step, values)
+            return
+        try:
+            columns = {name: [float(row[col]) for row in rows] for name, col in pairs}
+            steps = None if sc is None else [_step_of(float(row[sc])) for row in rows]
+        except ValueError:
+            # A token that is not a number (garbled or hostile): read these lines one by one.
+            for row in rows:
+                self.feed_line(shape.line(row))
+            return
+        if steps is not None:
+            if None in steps:  # an unusable step: _record falls back to the bar's counter
+                for i, step in enumerate(steps):
+                    self._record(step, {name: columns[name][i] for name, _ in pairs})
+                return
+            self._step = steps[-1]
+        else:
+            # The first record takes the step the progress bar shows; with no bar line between
+            # them, the others take what _record would give them: the same step, or None.
+            first = self._current_step() if self._bar_total or self._last_bar else None
+            if first is not None:
+                self._step = first
+            rest = self._step if self._bar_total else None
+            steps = [first] + [rest] * (len(rows) - 1)
+        self._ordinal += len(rows)
+        for name, values in columns.items():
+            series = self.metrics.get(name)
+            if series is None:
+                series = self.metrics[name] = []
+            series.extend(zip(steps, values, strict=True))
+        self.monitor.add_records(steps, columns)
 
     def _bar(self, body: str) -> None:
         prog = parse_progress(body)
@@ -288,7 +417,7 @@ class Analyzer:
         kind = classify(body)
         if kind is None:
             return
-        if kind == "error":
+        if kind == "error" and not WRAPPER.search(body):
             self.has_error_line = True
         text = body.strip()[:300]
         key = re.sub(r"\d+", "#", text[:120])
@@ -334,8 +463,9 @@ class Analyzer:
             framework=ctx.framework,
             hardware=ctx.hardware,
             precision=ctx.precision,
-            has_error_text=bool(self.errors) or self.has_error_line,
-            version_change=bool(VERSION_CHANGE.search(context_text)),
+            has_error_text=self.has_error_line
+            or any(not e.type.endswith(WRAPPER_ERRORS) for e in self.errors),
+            version_change=version_change(context_text),
         )
 
 
@@ -347,6 +477,43 @@ VERSION_CHANGE = re.compile(
     r"|降级|升级[^。\n]{0,30}?(?:之后|以后|后)|(?:换|回退)到?旧版本|版本(?:不兼容|问题)",
     re.IGNORECASE,
 )
+
+
+# Every VERSION_CHANGE match holds one of these, lower-cased. Its leading \b alternation defeats
+# the engine's prefix search, so over megabytes of context it runs only on the lines holding one.
+_VERSION_NEEDLES = (
+    "downgrad",
+    "upgrading",
+    "updating",
+    "work",
+    "version",
+    "regression",
+    "降级",
+    "升级",
+    "版本",
+)
+# re.IGNORECASE matches these to "i" and "s" but str.lower() keeps them (and lengthens "İ").
+_FOLD_ODDITIES = ("\u0130", "\u0131", "\u017f")
+
+
+def version_change(text: str) -> bool:
+    """VERSION_CHANGE.search(text), quickly.
+
+    "It works on 0.19 but not 0.20" -> True
+    """
+    if any(c in text for c in _FOLD_ODDITIES):
+        return bool(VERSION_CHANGE.search(text))
+    low = text.lower()
+    for needle in _VERSION_NEEDLES:
+        at = low.find(needle)
+        while at >= 0:
+            start = low.rfind("\n", 0, at) + 1
+            end = low.find("\n", at)
+            end = len(low) if end < 0 else end
+            if VERSION_CHANGE.search(text, start, end):  # matches never cross a line
+                return True
+            at = low.find(needle, end)
+    return False
 
 
 def analyze(text: str) -> LogSignals:
@@ -364,6 +531,14 @@ def analyze(text: str) -> LogSignals:
 def analyze_bytes(data: bytes) -> LogSignals:
     """Like analyze(), for raw bytes: invalid UTF-8 is replaced, NULs and binary junk dropped."""
     return analyze(data.decode("utf-8", errors="replace"))
+
+
+def _step_of(value: float) -> int | None:
+    """int() of a step read as a float; None for nan and inf, as metrics._int gives."""
+    try:
+        return int(value)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _float(raw: str) -> float | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import resource
 import statistics
 import subprocess
@@ -259,6 +260,82 @@ def bench_api(settings: Settings, seconds: float = 5.0, clients: int = 8) -> dic
     return out
 
 
+def metric_log(target: int) -> str:
+    """Only HF Trainer metric dicts, one per logging step: the analyzer's hardest 20 MB."""
+    rnd = random.Random(0)
+    parts, size, step, loss = [], 0, 0, 2.0
+    while size < target:
+        step += 1
+        loss = max(0.3, loss * 0.999 + rnd.uniform(-0.02, 0.02))
+        line = (
+            f"{{'loss': {loss:.4f}, 'grad_norm': {rnd.uniform(0.3, 2):.4f}, "
+            f"'learning_rate': {2e-5 * (1 - step / 400_000):.3g}, 'epoch': {step / 20_000:.2f}}}\n"
+        )
+        parts.append(line)
+        size += len(line)
+    return "".join(parts)
+
+
+def mixed_log(target: int) -> str:
+    """A long run as a terminal shows it: tqdm redraws, Trainer dicts, DeepSpeed and DDP lines,
+    then a crash (the same log as tests/test_logs.py's big_log)."""
+    rnd = random.Random(0)
+    parts = [
+        "torchrun --nproc_per_node 8 train.py --model_name_or_path Qwen/Qwen2.5-7B --bf16 True\n"
+    ]
+    size, step, loss = 0, 0, 2.0
+    while size < target:
+        step += 1
+        chunk = [
+            "".join(
+                f"\r {step // 2000:3d}%|███▌      | {step}/200000 [1:02:{s:02d}<9:00:00, 1.91it/s]"
+                for s in range(3)
+            )
+        ]
+        if step % 10 == 0:
+            loss = max(0.3, loss * 0.999 + rnd.uniform(-0.02, 0.02))
+            chunk.append(
+                f"{{'loss': {loss:.4f}, 'grad_norm': {rnd.uniform(0.3, 2):.4f}, "
+                f"'learning_rate': 2e-05, 'epoch': {step / 20000:.2f}}}"
+            )
+        if step % 7 == 0:
+            chunk.append(
+                "[2024-06-01 10:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] "
+                f"step={step}, skipped=0, lr=[2e-05], mom=[(0.9, 0.999)]"
+            )
+        if step % 13 == 0:
+            chunk.append(
+                f"[rank{step % 8}]:[W reducer.cpp:1360] Warning: find_unused_parameters=True "
+                "was specified in DDP constructor, but did not find any unused parameters"
+            )
+        piece = "\n".join(chunk) + "\n"
+        parts.append(piece)
+        size += len(piece)
+    parts.append(
+        'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
+        "    main()\nRuntimeError: NCCL communicator was aborted\n"
+    )
+    return "".join(parts)
+
+
+def bench_analyzer(size: int = 20_000_000, repeats: int = 3) -> dict:
+    """Seconds for analyze_bytes() on a mixed and a metric-only log of `size` bytes (median)."""
+    from assistant.logs import analyze_bytes
+
+    out = {}
+    for name, make in (("mixed", mixed_log), ("metric_only", metric_log)):
+        data = make(size).encode("utf-8")
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            analyze_bytes(data)
+            times.append(time.perf_counter() - t0)
+        out[f"{name}_s"] = round(statistics.median(times), 2)
+        out[f"{name}_lines"] = data.count(b"\n")
+    out["mb"] = round(size / 1e6)
+    return out
+
+
 def run(settings: Settings, quick: bool, log=lambda msg: None) -> dict:
     sizes = [10_000] if quick else [10_000, 100_000, 1_000_000]
     result: dict = {
@@ -284,6 +361,8 @@ def run(settings: Settings, quick: bool, log=lambda msg: None) -> dict:
         result["tokens_per_s"] = result["llm"]["tokens_per_s"]
     except Exception as exc:  # noqa: BLE001 - a missing model is reported, not fatal, in a bench
         result["llm"] = {"error": str(exc)}
+    log("20 MB logs through the analyzer")
+    result["analyzer_20mb_s"] = bench_analyzer(repeats=1 if quick else 3)
     log("HTTP API under concurrency")
     result["api_rps"] = bench_api(settings, seconds=3.0 if quick else 10.0)
     result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

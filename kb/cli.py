@@ -519,6 +519,7 @@ def _bench_table(result: dict) -> str:
         "first_token_s",
         "tokens_per_s",
         "api_rps",
+        "analyzer_20mb_s",
         "peak_rss_mb",
     ):
         if key in result:

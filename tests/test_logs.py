@@ -12,6 +12,7 @@ import pytest
 from assistant.logs import analyze, analyze_bytes, carriage_segments, clean
 from assistant.metrics import parse_plain, parse_progress, parse_record
 from assistant.signals import MAX_POINTS, LogSignals
+from kb.bench import mixed_log
 
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"
 
@@ -471,45 +472,8 @@ def test_hostile_input_never_crashes(data):
     s.evidence_phrases()
 
 
-def big_log(target: int) -> str:
-    """A realistic long run: tqdm redraws, Trainer dicts, DeepSpeed and DDP lines, then a crash."""
-    rnd = random.Random(0)
-    parts = [
-        "torchrun --nproc_per_node 8 train.py --model_name_or_path Qwen/Qwen2.5-7B --bf16 True\n"
-    ]
-    size, step, loss = 0, 0, 2.0
-    while size < target:
-        step += 1
-        chunk = [
-            "".join(
-                f"\r {step // 2000:3d}%|███▌      | {step}/200000 [1:02:{s:02d}<9:00:00, 1.91it/s]"
-                for s in range(3)
-            )
-        ]
-        if step % 10 == 0:
-            loss = max(0.3, loss * 0.999 + rnd.uniform(-0.02, 0.02))
-            chunk.append(
-                f"{{'loss': {loss:.4f}, 'grad_norm': {rnd.uniform(0.3, 2):.4f}, "
-                f"'learning_rate': 2e-05, 'epoch': {step / 20000:.2f}}}"
-            )
-        if step % 7 == 0:
-            chunk.append(
-                f"[2024-06-01 10:00:00,123] [INFO] [logging.py:96:log_dist] [Rank 0] "
-                f"step={step}, skipped=0, lr=[2e-05], mom=[(0.9, 0.999)]"
-            )
-        if step % 13 == 0:
-            chunk.append(
-                f"[rank{step % 8}]:[W reducer.cpp:1360] Warning: find_unused_parameters=True "
-                "was specified in DDP constructor, but did not find any unused parameters"
-            )
-        piece = "\n".join(chunk) + "\n"
-        parts.append(piece)
-        size += len(piece)
-    parts.append(
-        'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
-        "    main()\nRuntimeError: NCCL communicator was aborted\n"
-    )
-    return "".join(parts)
+# The same long run `kb bench` measures (one generator, so the two cannot drift apart).
+big_log = mixed_log
 
 
 def test_twenty_megabyte_log(tmp_path):
@@ -521,6 +485,122 @@ def test_twenty_megabyte_log(tmp_path):
     assert s.anomalies == []
     assert s.errors[-1].message == "NCCL communicator was aborted"
     assert s.metrics["loss"][0][0] == 10  # steps come from the progress bar
+
+
+def metric_only_log(n: int, event: str | None, at: int, with_steps: bool) -> str:
+    """n Trainer-style metric records, one per line, with one failure starting at record `at`."""
+    rnd = random.Random(n)
+    lines, loss = [], 2.0
+    for i in range(1, n + 1):
+        loss = max(0.4, loss * 0.998 + rnd.uniform(-0.01, 0.01))
+        v, g, scale = f"{loss:.4f}", f"{rnd.uniform(0.3, 2):.4f}", 65536.0
+        late = i >= at
+        if event == "zero" and late:
+            v, g = "0.0", "0.0"
+        elif event == "nan" and late:
+            v, g = "nan", "nan"
+        elif event == "inf" and i == at:
+            v = "Infinity"
+        elif event == "explosion" and i == at:
+            v = "123456.0"
+        elif event == "spike" and i == at:
+            v = "9.5"
+        elif event == "ln2":
+            v = f"{0.6931 + rnd.uniform(-0.0005, 0.0005):.4f}"
+        elif event == "flat":
+            v = "1.5"
+        elif event == "scale" and late:
+            scale = 1.0
+        if with_steps:
+            lines.append(
+                f'{{"loss": {v}, "grad_norm": {g}, "loss_scale": {scale}, "step": {5 * i}}}'
+            )
+        else:
+            lines.append(
+                f"{{'loss': {v}, 'grad_norm': {g}, 'loss_scale': {scale}, "
+                f"'learning_rate': 2e-05, 'epoch': {i / 1000:.2f}}}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def line_by_line(text: str) -> LogSignals:
+    """The analyzer fed one line at a time: no bulk reading of record runs, the oracle."""
+    from assistant.logs import Analyzer
+
+    analyzer = Analyzer()
+    for line in clean(text).split("\n"):
+        analyzer.feed_line(line)
+    return analyzer.signals()
+
+
+@pytest.mark.parametrize("with_steps", [True, False], ids=["json-steps", "trainer-dicts"])
+@pytest.mark.parametrize(
+    "event, found",
+    [
+        (None, set()),
+        ("zero", {("zero_collapse", "loss"), ("grad_norm_zero", "grad_norm")}),
+        ("nan", {("nan", "loss"), ("grad_norm_nan", "grad_norm")}),
+        ("inf", {("inf", "loss")}),
+        ("explosion", {("explosion", "loss")}),
+        ("spike", {("spike", "loss")}),
+        ("ln2", {("stuck_ln2", "loss")}),
+        ("flat", {("flat", "loss")}),
+        ("scale", {("loss_scale_min", "loss_scale")}),
+    ],
+)
+def test_long_metric_only_log_keeps_anomalies_and_onsets(event, found, with_steps):
+    # Runs of same-shape records are read in bulk; the anomalies, their onsets and their order
+    # must be what a line-by-line read finds, and no point may be dropped.
+    n, at = 3000, 2345
+    text = metric_only_log(n, event, at, with_steps)
+    s = analyze(text)
+    assert {(a.kind, a.metric) for a in s.anomalies} == found
+    whole_run = event in ("ln2", "flat")  # judged over the whole series: dated from its start
+    onset = 1 if whole_run else at
+    for a in s.anomalies:
+        if with_steps:
+            assert a.step == onset * 5, a
+        else:
+            assert a.step is None, a
+            assert f"logged point {onset}" in a.detail or f"{n} logged points" in a.detail, a
+    assert all(len(s.metrics[name]) == n for name in ("loss", "grad_norm", "loss_scale"))
+    oracle = line_by_line(text)
+    assert s.to_dict() == oracle.to_dict()
+    assert repr(s.metrics) == repr(oracle.metrics)
+
+
+def test_bulk_records_keep_their_place_among_other_lines():
+    # Bars, eval dicts, a traceback and a garbled number interrupt runs of records.
+    rows = metric_only_log(400, "nan", 300, with_steps=False).splitlines()
+    mixed = []
+    for i, row in enumerate(rows):
+        if i % 50 == 0:
+            mixed.append(f" {i // 4}%|██        | {i}/400 [00:10<00:30, 3.9it/s]")
+        if i == 120:
+            mixed.append("{'eval_loss': 0.9, 'eval_runtime': 1.5, 'epoch': 0.12}")
+        if i == 200:
+            mixed.append('Traceback (most recent call last):\n  File "t.py", line 1\nValueError: x')
+        mixed.append(row.replace("'grad_norm': ", "'grad_norm': 1.2.") if i == 250 else row)
+    text = "\n".join(mixed)
+    s = analyze(text)
+    oracle = line_by_line(text)
+    assert s.to_dict() == oracle.to_dict()
+    assert repr(s.metrics) == repr(oracle.metrics)
+    assert s.metrics["loss"][0][0] == 0 and s.metrics["eval_loss"] == [(100, 0.9)]
+    # A record without a step takes the step of the last bar above it (250).
+    assert [(a.kind, a.step) for a in s.anomalies] == [("nan", 250), ("grad_norm_nan", 250)]
+
+
+def test_bulk_records_report_in_log_order():
+    # Series are judged one after another in a bulk read; the report keeps the log's order.
+    text = "".join(
+        f'{{"loss": {"nan" if i >= 120 else 0.5 + i % 3 / 10}, '
+        f'"grad_norm": {"nan" if i >= 50 else 1.0 + i % 2}, "step": {i}}}\n'
+        for i in range(200)
+    )
+    s = analyze(text)
+    assert [(a.kind, a.step) for a in s.anomalies] == [("grad_norm_nan", 50), ("nan", 120)]
+    assert s.to_dict() == line_by_line(text).to_dict()
 
 
 def test_reduce_log_keeps_what_matters():
