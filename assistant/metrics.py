@@ -260,7 +260,7 @@ def parse_plain(line: str) -> tuple[int | None, dict[str, float]] | None:
     """
     m = _STEP.search(line)
     if not m:
-        return None
+        return _parse_summary(line)
     values: dict[str, float] = {}
     for key, raw in _PLAIN_PAIR.findall(line):
         name, keep, is_metric = _key(key)
@@ -269,6 +269,26 @@ def parse_plain(line: str) -> tuple[int | None, dict[str, float]] | None:
     if not values:
         return None
     return int(m.group(1)), values
+
+
+# A W&B run summary, pasted from the terminal or the web page, has no step:
+# "wandb:   train/grad_norm 0.0" or "train/grad_norm 0.0, train/kl 0.0, train/loss 0.0".
+_WANDB_LINE = re.compile(r"^\s*wandb:\s+([\w/.\-]{1,60})\s+(" + _NUM + r")\s*$", re.IGNORECASE)
+_SUMMARY_PAIR = re.compile(r"(?<![\w/])((?:train|eval)/[\w.\-]{1,60})\s+(" + _NUM + r")(?![\w.])")
+
+
+def _parse_summary(line: str) -> tuple[None, dict[str, float]] | None:
+    """ "wandb:   train/loss 0.0" -> (None, {"loss": 0.0}); the comma list needs two pairs."""
+    single = _WANDB_LINE.match(line)
+    pairs = [single.groups()] if single else _SUMMARY_PAIR.findall(line)
+    if not single and len(pairs) < 2:
+        return None
+    values = {}
+    for key, raw in pairs:
+        name, keep, is_metric = _key(key)
+        if keep and is_metric:
+            values[name] = float(raw)
+    return (None, values) if values else None
 
 
 def _int(raw: str) -> int | None:

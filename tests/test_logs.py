@@ -632,3 +632,21 @@ def test_reduce_log_keeps_what_matters():
 )
 def test_version_change_is_detected(text, expected):
     assert analyze(text).version_change is expected
+
+
+@pytest.mark.parametrize(
+    "summary",
+    [
+        "wandb: Run summary:\nwandb:   train/grad_norm 0.0\nwandb:        train/loss 0.0\n",
+        "KTO 训练完 wandb 显示: train/epoch 4.65, train/grad_norm 0.0, train/kl 0.0, train/loss 0.0",
+    ],
+)
+def test_wandb_run_summary_is_read(summary):
+    # A pasted W&B summary has no step, but a zero grad_norm there is the whole diagnosis.
+    s = analyze(summary)
+    assert s.metrics["grad_norm"] == [(None, 0.0)]
+    assert {"grad_norm_zero", "zero_collapse"} <= {a.kind for a in s.anomalies}
+
+
+def test_one_slash_pair_in_prose_is_not_a_summary():
+    assert analyze("I set train/loss 0.5 in the config").metrics == {}
