@@ -285,6 +285,15 @@ def _lines(resp, deadline: float, url: str) -> Iterator[str]:
         yield pending
 
 
+def uses_rich_prompt(settings: Settings) -> bool:
+    """Whether the configured model gets the richer prompt, decided without loading it
+    (the same choice as load_generator: a served or local model is capable, the bundled one not)."""
+    backend = settings.llm_backend
+    if backend == "openai" or (backend == "auto" and settings.llm_url):
+        return True
+    return bool(settings.llm_model) and backend in ("auto", "transformers")
+
+
 def load_generator(settings: Settings) -> Generator | None:
     """The configured generator, or None for backend "none"; raises ModelUnavailable."""
     backend = settings.llm_backend

@@ -169,10 +169,12 @@ def ask(settings: Settings, query, file, k, no_llm, show_prompt, as_json) -> Non
     text = _read_query(query, file, settings)
     assistant = Assistant(settings)
     if show_prompt:
+        from assistant.generator import uses_rich_prompt
         from assistant.prompts import build_prompt
 
         prepared = assistant.prepare(text, k)
-        prompt = build_prompt(prepared, rich_model=False) if not prepared.abstained else ""
+        rich = uses_rich_prompt(settings)
+        prompt = build_prompt(prepared, rich_model=rich) if not prepared.abstained else ""
         if as_json:
             _emit_json({"query": prepared.query, "abstained": prepared.abstained, "prompt": prompt})
         else:

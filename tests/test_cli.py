@@ -222,3 +222,19 @@ def test_watch_stdin_reports_anomaly_and_exits(runner, cli_env):
     res = runner.invoke(main, ["watch", "-", "--exit-on-anomaly"], input=broken)
     assert res.exit_code == 3
     assert "[kb watch]" in res.stdout and "fixture-fp16-overflow" in res.stdout
+
+
+def test_show_prompt_matches_the_configured_model(runner, cli_env, monkeypatch):
+    # The bundled 135M model gets the short fill-in prompt (no pasted log in it); a served
+    # model gets the rich one, with the user's log quoted as data.
+    query = "训练时 loss 变成 nan, fp16"
+    small = runner.invoke(main, ["ask", query, "--show-prompt", "--json"])
+    assert small.exit_code == 0, small.output
+    monkeypatch.setenv("KB_LLM_BACKEND", "auto")
+    monkeypatch.setenv("KB_LLM_URL", "http://127.0.0.1:9")
+    rich = runner.invoke(main, ["ask", query, "--show-prompt", "--json"])
+    assert rich.exit_code == 0, rich.output
+    small_prompt = json.loads(small.stdout)["prompt"]
+    rich_prompt = json.loads(rich.stdout)["prompt"]
+    assert "Excerpt of the user's log" in rich_prompt and query in rich_prompt
+    assert "Excerpt of the user's log" not in small_prompt

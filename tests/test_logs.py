@@ -638,7 +638,8 @@ def test_version_change_is_detected(text, expected):
     "summary",
     [
         "wandb: Run summary:\nwandb:   train/grad_norm 0.0\nwandb:        train/loss 0.0\n",
-        "KTO 训练完 wandb 显示: train/epoch 4.65, train/grad_norm 0.0, train/kl 0.0, train/loss 0.0",
+        "KTO 训练完 wandb 显示: train/epoch 4.65, train/grad_norm 0.0, train/kl 0.0, "
+        "train/loss 0.0",
     ],
 )
 def test_wandb_run_summary_is_read(summary):
