@@ -11,7 +11,7 @@ run: index
 	$(BIN)/python app.py
 
 test: setup browser
-	$(BIN)/ruff check kb assistant tests app.py scripts
+	$(BIN)/ruff check kb assistant tests app.py scripts bench
 	$(BIN)/kb validate
 	$(BIN)/python -m pytest
 
@@ -42,7 +42,7 @@ browser:
 	  fi; }
 
 lint: setup
-	$(BIN)/ruff check kb assistant tests app.py scripts
+	$(BIN)/ruff check kb assistant tests app.py scripts bench
 
 bench: setup
 	$(BIN)/kb bench
