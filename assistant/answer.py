@@ -94,6 +94,20 @@ class Answer:
         }
 
 
+# The abstain reasons of assistant/service.py and kb/scope.py, for a Chinese answer.
+ZH_REASONS = {
+    "no article shares anything with this report": "没有任何文章与这个报告相关",
+    "the closest cases are not similar enough": "最接近的案例也不够相似",
+    "it reads as a feature request, not a failed training run": "这更像是功能需求，而不是训练失败",
+    "it is about serving or deploying a model, not a failed training run": (
+        "这是模型部署/推理服务的问题，不是训练失败"
+    ),
+    "it is about a vision or diffusion model; kb knows LLM fine-tuning failures": (
+        "这是视觉或扩散模型的问题；kb 只收录大语言模型微调的失败案例"
+    ),
+}
+
+
 def answer_language(query: str) -> str:
     """zh when the user wrote Chinese (a few CJK characters beside an English traceback count)."""
     cjk = sum(1 for ch in query[:4000] if "\u4e00" <= ch <= "\u9fff")
@@ -117,7 +131,12 @@ def compose_answer(
     if abstained or not hits:
         lines.append(h["none"])
         if abstain_reason:
-            lines.append(f"({h['why_none']}: {abstain_reason})")
+            reason = (
+                ZH_REASONS.get(abstain_reason, abstain_reason)
+                if language == "zh"
+                else abstain_reason
+            )
+            lines.append(f"({h['why_none']}: {reason})")
         if hits:
             lines.append(f"{h['nearest']}:")
             for hit in hits[:3]:
