@@ -345,14 +345,36 @@ def eval_cmd(settings, cases_path, answers, use_llm, no_signals, cases_out, as_j
 
 
 @main.command()
-@click.option("--cases", "cases_path", type=click.Path(path_type=Path), required=True)
+@click.option("--cases", "cases_path", type=click.Path(path_type=Path), default=None)
+@click.option(
+    "--feedback", "from_feedback", is_flag=True, help="Answers users rated not helpful instead."
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
-def gaps(settings: Settings, cases_path: Path, as_json: bool) -> None:
+def gaps(settings: Settings, cases_path: Path | None, from_feedback: bool, as_json: bool) -> None:
     """List the reports no article answered, grouped by failure mode (what to write next).
 
-    Example: kb gaps --cases eval/natural-work.jsonl
+    Example: kb gaps --cases eval/natural-work.jsonl    |    kb gaps --feedback
     """
+    if (cases_path is None) == (not from_feedback):
+        raise BadInput("give exactly one of --cases FILE or --feedback")
+    if from_feedback:
+        from assistant.feedback import FeedbackStore
+        from kb.evaluate import feedback_gaps
+
+        grouped = feedback_gaps(FeedbackStore(settings.feedback_db).not_helpful())
+        if as_json:
+            _emit_json(grouped)
+            return
+        if not grouped:
+            click.echo("no answer has been rated not helpful")
+        for mode, rows in grouped.items():
+            click.echo(f"{mode} ({len(rows)})")
+            for row in rows:
+                note = f"  — {row['comment']}" if row["comment"] else ""
+                click.echo(f"  - {row['query']}  [answered: {row['article_id']}]{note}")
+        return
+
     from assistant.service import Assistant
     from kb.evaluate import gaps as find_gaps
     from kb.evaluate import load_cases, run_cases

@@ -241,6 +241,22 @@ def gaps(results: list[CaseResult]) -> dict[str, list[dict]]:
     return dict(sorted(grouped.items(), key=lambda kv: -len(kv[1])))
 
 
+def feedback_gaps(rows: list[dict]) -> dict[str, list[dict]]:
+    """Answers users rated not helpful (or "did not fix it"), grouped by the mode kb answered
+    with: the same listing as gaps(), from the feedback store instead of labelled cases."""
+    grouped: dict[str, list[dict]] = {}
+    for row in rows:
+        grouped.setdefault(row.get("failure_mode") or "abstained", []).append(
+            {
+                "id": str(row.get("id", "")),
+                "query": _one_line(row.get("query") or ""),
+                "article_id": row.get("article_id"),
+                "comment": _one_line(row.get("comment") or ""),
+            }
+        )
+    return dict(sorted(grouped.items(), key=lambda kv: -len(kv[1])))
+
+
 def _one_line(text: str, limit: int = 140) -> str:
     text = re.sub(r"\s+", " ", text).strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"

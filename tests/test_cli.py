@@ -238,3 +238,29 @@ def test_show_prompt_matches_the_configured_model(runner, cli_env, monkeypatch):
     rich_prompt = json.loads(rich.stdout)["prompt"]
     assert "Excerpt of the user's log" in rich_prompt and query in rich_prompt
     assert "Excerpt of the user's log" not in small_prompt
+
+
+def test_gaps_from_feedback_groups_not_helpful_answers(runner, cli_env):
+    from assistant.feedback import Feedback, FeedbackStore
+
+    store = FeedbackStore(cli_env.feedback_db)
+    store.add(
+        Feedback("dpo loss 一直是 0.693", "fixture-dpo-stuck", "dpo-loss-stuck-0693", "helpful")
+    )
+    store.add(
+        Feedback("训练时 loss 变成 nan", "fixture-fp16-overflow", "fp16-overflow-nan", fixed="no")
+    )
+    store.add(Feedback("stuck at step 0", None, None, "not_helpful", comment="hangs, no error"))
+    result = runner.invoke(main, ["gaps", "--feedback", "--json"])
+    assert result.exit_code == 0, result.output
+    grouped = json.loads(result.stdout)
+    assert set(grouped) == {"fp16-overflow-nan", "abstained"}
+    assert grouped["fp16-overflow-nan"][0]["query"] == "训练时 loss 变成 nan"
+    assert grouped["abstained"][0]["comment"] == "hangs, no error"
+
+
+def test_gaps_needs_exactly_one_source(runner, cli_env):
+    result = runner.invoke(main, ["gaps"])
+    assert result.exit_code != 0
+    assert "--cases FILE or --feedback" in result.stderr
+    assert "Traceback" not in result.output
