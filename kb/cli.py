@@ -363,34 +363,33 @@ def gaps(settings: Settings, cases_path: Path | None, from_feedback: bool, as_js
         from kb.evaluate import feedback_gaps
 
         grouped = feedback_gaps(FeedbackStore(settings.feedback_db).not_helpful())
-        if as_json:
-            _emit_json(grouped)
-            return
-        if not grouped:
-            click.echo("no answer has been rated not helpful")
-        for mode, rows in grouped.items():
-            click.echo(f"{mode} ({len(rows)})")
-            for row in rows:
-                note = f"  — {row['comment']}" if row["comment"] else ""
-                click.echo(f"  - {row['query']}  [answered: {row['article_id']}]{note}")
-        return
+        empty = "no answer has been rated not helpful"
 
-    from assistant.service import Assistant
-    from kb.evaluate import gaps as find_gaps
-    from kb.evaluate import load_cases, run_cases
+        def line(row: dict) -> str:
+            note = f"  — {row['comment']}" if row["comment"] else ""
+            return f"{row['query']}  [answered: {row['article_id']}]{note}"
 
-    results = run_cases(Assistant(settings), load_cases(cases_path))
-    grouped = find_gaps(results)
+    else:
+        from assistant.service import Assistant
+        from kb.evaluate import gaps as find_gaps
+        from kb.evaluate import load_cases, run_cases
+
+        grouped = find_gaps(run_cases(Assistant(settings), load_cases(cases_path)))
+        empty = "every in-scope report got an article of the right mode first"
+
+        def line(row: dict) -> str:
+            got = "abstained" if row["abstained"] else ", ".join(row["got"])
+            return f"{row['id']}: {row['query']}  [got: {got}]"
+
     if as_json:
         _emit_json(grouped)
         return
     if not grouped:
-        click.echo("every in-scope report got an article of the right mode first")
+        click.echo(empty)
     for mode, rows in grouped.items():
         click.echo(f"{mode} ({len(rows)})")
         for row in rows:
-            got = "abstained" if row["abstained"] else ", ".join(row["got"])
-            click.echo(f"  - {row['id']}: {row['query']}  [got: {got}]")
+            click.echo(f"  - {line(row)}")
 
 
 @main.command()
