@@ -264,3 +264,16 @@ def test_gaps_needs_exactly_one_source(runner, cli_env):
     assert result.exit_code != 0
     assert "--cases FILE or --feedback" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_gaps_from_cases_lists_the_misses_by_mode(runner, cli_env, tmp_path):
+    cases = tmp_path / "cases.jsonl"
+    rows = [
+        {"id": "hit", "query": "dpo loss 一直是 0.693", "failure_mode": "dpo-loss-stuck-0693"},
+        {"id": "miss", "query": "训练时 loss 变成 nan", "failure_mode": "oom"},
+    ]
+    cases.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    result = runner.invoke(main, ["gaps", "--cases", str(cases), "--json"])
+    assert result.exit_code == 0, result.output
+    grouped = json.loads(result.stdout)
+    assert list(grouped) == ["oom"] and grouped["oom"][0]["id"] == "miss"
