@@ -13,7 +13,7 @@ from collections import deque
 
 from assistant.anomalies import AnomalyMonitor
 from assistant.context import extract_context
-from assistant.errorlines import WRAPPER, classify
+from assistant.errorlines import WRAPPER, WRAPPER_ERRORS, classify
 from assistant.metrics import (
     RecordShape,
     parse_plain,
@@ -22,7 +22,7 @@ from assistant.metrics import (
     record_from_dict,
     record_shape,
 )
-from assistant.signals import WRAPPER_ERRORS, Anomaly, ErrorInfo, LogSignals, Point
+from assistant.signals import Anomaly, ErrorInfo, LogSignals, Point
 from assistant.tracebacks import TracebackCollector, split_prefix
 
 MAX_REGEX_LINE = 10_000  # longer lines get only a cheap scan: no regex runs on them

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from assistant.errorlines import WRAPPER_ERRORS
 from kb.errors import KbError
 
 # Points kept per series in to_dict(); the web app and the JSON API do not need more.
@@ -124,9 +125,6 @@ class LogSignals:
         seen: set[str] = set()
         return [p for p in out if not (p in seen or seen.add(p))]
 
-
-# Launcher errors that only say "a child died"; the root cause is the other exception.
-WRAPPER_ERRORS = ("ChildFailedError", "CalledProcessError")
 
 _NOTABLE_FLAGS = (
     "finetuning_type",
