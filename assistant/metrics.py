@@ -261,11 +261,7 @@ def parse_plain(line: str) -> tuple[int | None, dict[str, float]] | None:
     m = _STEP.search(line)
     if not m:
         return _parse_summary(line)
-    values: dict[str, float] = {}
-    for key, raw in _PLAIN_PAIR.findall(line):
-        name, keep, is_metric = _key(key)
-        if keep and is_metric:
-            values[name] = float(raw)
+    values = _metric_values(_PLAIN_PAIR.findall(line))
     if not values:
         return None
     return int(m.group(1)), values
@@ -283,12 +279,18 @@ def _parse_summary(line: str) -> tuple[None, dict[str, float]] | None:
     pairs = [single.groups()] if single else _SUMMARY_PAIR.findall(line)
     if not single and len(pairs) < 2:
         return None
-    values = {}
+    values = _metric_values(pairs)
+    return (None, values) if values else None
+
+
+def _metric_values(pairs: list[tuple[str, str]]) -> dict[str, float]:
+    """The (key, number) pairs of a free-text line that are training metrics, by series name."""
+    values: dict[str, float] = {}
     for key, raw in pairs:
         name, keep, is_metric = _key(key)
         if keep and is_metric:
             values[name] = float(raw)
-    return (None, values) if values else None
+    return values
 
 
 def _int(raw: str) -> int | None:
