@@ -285,13 +285,20 @@ def _lines(resp, deadline: float, url: str) -> Iterator[str]:
         yield pending
 
 
+def _served(settings: Settings) -> bool:
+    return settings.llm_backend == "openai" or (
+        settings.llm_backend == "auto" and bool(settings.llm_url)
+    )
+
+
+def _local_dir(settings: Settings) -> bool:
+    return bool(settings.llm_model) and settings.llm_backend in ("auto", "transformers")
+
+
 def uses_rich_prompt(settings: Settings) -> bool:
-    """Whether the configured model gets the richer prompt, decided without loading it
-    (the same choice as load_generator: a served or local model is capable, the bundled one not)."""
-    backend = settings.llm_backend
-    if backend == "openai" or (backend == "auto" and settings.llm_url):
-        return True
-    return bool(settings.llm_model) and backend in ("auto", "transformers")
+    """Whether the configured model gets the richer prompt, decided without loading it:
+    a served or local model is capable, the bundled 135M one is not."""
+    return _served(settings) or _local_dir(settings)
 
 
 def load_generator(settings: Settings) -> Generator | None:
@@ -299,13 +306,13 @@ def load_generator(settings: Settings) -> Generator | None:
     backend = settings.llm_backend
     if backend == "none":
         return None
-    if backend == "openai" or (backend == "auto" and settings.llm_url):
+    if _served(settings):
         if not settings.llm_url:
             raise ModelUnavailable("llm_backend=openai needs KB_LLM_URL (e.g. http://host:8000)")
         return OpenAICompatibleGenerator(
             settings.llm_url, settings.llm_model or "default", os.environ.get("KB_LLM_API_KEY", "")
         )
-    if settings.llm_model and backend in ("auto", "transformers"):
+    if _local_dir(settings):
         return TransformersGenerator(
             Path(settings.llm_model), None, settings.llm_cache_dir, rich=True
         )
