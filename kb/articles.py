@@ -188,7 +188,9 @@ def parse_article(path: Path) -> Article:
         raise ArticleError(f"{path}: front matter uses the YAML alias {exc}; write it out") from exc
     except RecursionError as exc:
         raise ArticleError(f"{path}: front matter is too deeply nested") from exc
-    except ValueError as exc:  # a scalar that cannot be built: 2001-13-45, a 5000-digit int
+    except (ValueError, TypeError, AttributeError, OverflowError) as exc:
+        # A scalar PyYAML cannot build: 2001-13-45, a 5000-digit int, "!!timestamp x" (its
+        # constructor fails with AttributeError when the explicit tag's text is no date).
         raise ArticleError(f"{path}: front matter is not valid YAML ({exc})") from exc
     if not isinstance(meta, dict):
         raise ArticleError(f"{path}: front matter must be a mapping of fields")

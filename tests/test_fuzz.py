@@ -6,6 +6,7 @@ error (KbError; a 4xx JSON `{"error": ...}` from the API), within a time bound, 
 from __future__ import annotations
 
 import json
+import os
 import select
 import shutil
 import socket
@@ -37,9 +38,12 @@ from kb.inputs import decode_bytes
 from kb.settings import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# The same examples on every run, so a CI result is reproducible; KB_FUZZ_EXPLORE=1 draws new
+# ones (that is how the "!!timestamp x" crash was found) to hunt for bugs locally.
 FUZZ = hypothesis.settings(
     max_examples=60,
     deadline=None,
+    derandomize=not os.environ.get("KB_FUZZ_EXPLORE"),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 FUZZ_SLOW = hypothesis.settings(FUZZ, max_examples=20)  # each example runs the whole ask pipeline
@@ -263,6 +267,7 @@ def _laughs(levels: int) -> str:
         ("id: " + "{a: " * 3_000 + "1" + "}" * 3_000, "too deeply nested"),
         ("id: " + "1" * 5000, "not valid YAML"),  # over Python's int-from-string limit
         ("id: x\ncreated: 2001-13-45", "not valid YAML"),  # a timestamp with month 13
+        ("id: !!timestamp x", "not valid YAML"),  # found by hypothesis: PyYAML AttributeError
         ("id: !!python/object/apply:os.system ['true']", "not valid YAML"),
         ("\tid: x", "not valid YAML"),
         ("- a\n- b", "must be a mapping"),
@@ -270,7 +275,7 @@ def _laughs(levels: int) -> str:
         ("", "must be a mapping"),
     ],
     ids=["billion-laughs", "self-alias", "deep-list", "deep-map", "huge-int", "bad-date",
-         "python-tag", "tab", "list", "scalar", "empty"],
+         "tagged-non-date", "python-tag", "tab", "list", "scalar", "empty"],
 )
 def test_article_hostile_front_matter_is_a_clear_error(tmp_path, front, message):
     path = tmp_path / "hostile.md"
