@@ -13,6 +13,7 @@ from assistant.needs import missing_info
 from assistant.redact import redact
 from assistant.reduce import reduce_log
 from assistant.signals import LogSignals
+from assistant.stated import stated_metrics
 from assistant.tailor import tailor_snippets
 from kb.errors import BadInput, ModelUnavailable
 from kb.retrieval import Hit, QueryContext, Retriever
@@ -96,7 +97,7 @@ class Assistant:
         context = (
             QueryContext(
                 phrases=tuple(signals.evidence_phrases()),
-                anomalies=tuple(a.detail.rstrip(".") for a in signals.anomalies),
+                anomalies=_anomaly_phrases(clean, signals),
                 stage=signals.stage,
                 framework=signals.framework,
                 hinted_modes=hinted_modes(signals),
@@ -108,7 +109,9 @@ class Assistant:
         hits = self.retriever.search(query, k or self.settings.top_k, context)
         timings["retrieve"] = (time.perf_counter() - t1) * 1000
         abstained, reason = _abstain(clean, hits, self.settings.abstain_threshold)
-        needs = missing_info(clean, signals)
+        # A known error string matched verbatim is the error text, even without "ValueError:".
+        matched_error = bool(hits and not abstained and hits[0].signatures)
+        needs = [] if matched_error else missing_info(clean, signals)
         language = answer_language(text)
         snippets = tailor_snippets(hits[0].article, signals) if hits and not abstained else []
         composed = compose_answer(hits, abstained, language, needs, snippets, reason)
@@ -205,3 +208,15 @@ def _check_text(text: str, max_bytes: int) -> str:
     # Lone surrogates (argv with undecodable bytes, a JSON "\ud800") become "?": the embedder
     # and the UTF-8 responses take only encodable text.
     return data.decode("utf-8")
+
+
+def _anomaly_phrases(text: str, signals: LogSignals) -> tuple[str, ...]:
+    """What the logged series show, plus metric values the report states in words for metrics
+    that have no logged series ("loss =13.6, grad = nan" in a title)."""
+    logged = tuple(a.detail.rstrip(".") for a in signals.anomalies)
+    stated = tuple(
+        phrase
+        for phrase in stated_metrics(text)
+        if not signals.metrics.get(phrase.split(" is ")[0])
+    )
+    return logged + stated

@@ -87,23 +87,32 @@ def _read_query(query: str | None, file: Path | None, settings: Settings) -> str
     default=None,
     help="Write the index here instead (a read-only artefact to ship to replicas).",
 )
+@click.option(
+    "--save-embeddings",
+    is_flag=True,
+    help="Also write the chunk vectors to articles/.embeddings/ so fresh checkouts reuse them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 @click.pass_obj
-def index(settings: Settings, out: Path | None, as_json: bool) -> None:
+def index(settings: Settings, out: Path | None, save_embeddings: bool, as_json: bool) -> None:
     """Build the index from the articles (re-embeds only chunks that changed).
 
-    Example: kb index
+    Example: kb index    |    kb index --save-embeddings   (after adding articles)
     """
     from dataclasses import replace
 
     from kb.index import build_index
+    from kb.index import save_embeddings as write_embeddings
 
     if out is not None:
         settings = replace(settings, index_dir=out)
     report = build_index(settings)
+    saved = write_embeddings(settings) if save_embeddings else None
     if as_json:
-        _emit_json(report.to_dict())
+        _emit_json({**report.to_dict(), **({"saved_embeddings": str(saved[0])} if saved else {})})
         return
+    if saved:
+        click.echo(f"saved {saved[1]} chunk vectors to {saved[0]}")
     m = report.manifest
     state = (
         "up to date"
@@ -534,6 +543,8 @@ def _bench_table(result: dict) -> str:
         )
     for key in (
         "index_build_s",
+        "index_build_embedded",
+        "index_build_no_cache_s",
         "search_warm_ms",
         "dense_only_ms",
         "bm25_only_ms",

@@ -34,6 +34,7 @@ class CaseResult:
     dense_modes: list[str] = field(default_factory=list)
     answer_text: str = ""
     keywords_found: int = 0
+    keywords_missing: list[str] = field(default_factory=list)
     invented: list[str] = field(default_factory=list)
     llm_fell_back: bool = False
     needs: list[str] = field(default_factory=list)
@@ -53,6 +54,7 @@ class CaseResult:
             "abstained": self.abstained,
             "rank": self.rank,
             "needs": self.needs,
+            **({"keywords_missing": self.keywords_missing} if self.answer_text else {}),
         }
 
 
@@ -144,6 +146,7 @@ def run_cases(
             result.answer_text = full
             low = full.lower()
             result.keywords_found = sum(1 for kw in case.fix_keywords if kw.lower() in low)
+            result.keywords_missing = [kw for kw in case.fix_keywords if kw.lower() not in low]
             # Names quoted back from the user's own log (in the evidence) are not invented.
             result.invented = [n for n in invented_names(full, hits) if n not in case.query]
             result.llm_fell_back = bool(use_llm and not answer.llm_text)

@@ -21,6 +21,7 @@ from kb import __version__
 from kb.articles import Article, article_paths, load_articles
 from kb.bm25 import BM25
 from kb.chunking import Chunk, chunk_corpus
+from kb.embedcache import load_cache
 from kb.embedding import Embedder, embedder_model_id, load_embedder
 from kb.errors import CorruptIndex, IndexNotFound, IndexStale
 from kb.settings import Settings
@@ -62,7 +63,7 @@ class LoadedIndex:
 class BuildReport:
     manifest: Manifest
     embedded: int  # chunks embedded now
-    reused: int  # chunks whose vectors came from the previous index
+    reused: int  # chunks whose vectors came from the previous index or the shipped cache
     unchanged: bool  # the corpus and model were the same: nothing was rebuilt
     seconds: float
 
@@ -139,7 +140,11 @@ def build_index(settings: Settings, embedder: Embedder | None = None) -> BuildRe
     articles = load_articles(settings.articles_dir)
     chunks = chunk_corpus(articles)
     dense_ids = [i for i, c in enumerate(chunks) if c.dense]
-    previous = _previous_vectors(index_dir, model_id)
+    # The vectors shipped with the articles, then the current index's (fresher for local edits).
+    previous = {
+        **load_cache(settings.articles_dir, model_id),
+        **_previous_vectors(index_dir, model_id),
+    }
     keys = [chunks[i].key for i in dense_ids]
     missing = [n for n, k in enumerate(keys) if k not in previous]
     fresh = np.zeros((0, 0), np.float32)
@@ -200,6 +205,16 @@ def build_index(settings: Settings, embedder: Embedder | None = None) -> BuildRe
     return BuildReport(
         manifest, len(missing), len(keys) - len(missing), False, time.perf_counter() - start
     )
+
+
+def save_embeddings(settings: Settings) -> tuple[Path, int]:
+    """Ship the current index's chunk vectors with the articles (see kb.embedcache)."""
+    from kb.embedcache import save_cache
+
+    manifest = check_fresh(settings)
+    keys = json.loads((settings.index_dir / "chunk_keys.json").read_text())
+    vectors = np.load(settings.index_dir / "vectors.npy")
+    return save_cache(settings.articles_dir, manifest.model_id, keys, vectors), len(keys)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -89,3 +89,63 @@ def test_dense_search_matches_numpy_oracle(tiny_settings):
     oracle = np.argsort(-(vectors @ q[0]))[:5]
     assert list(ids[0]) == list(oracle)
     assert np.allclose(scores[0], (vectors @ q[0])[oracle], atol=1e-5)
+
+
+def test_shipped_embeddings_let_a_fresh_checkout_embed_nothing(tiny_settings, tmp_path):
+    from kb.index import save_embeddings
+
+    build_index(tiny_settings)
+    path, n = save_embeddings(tiny_settings)
+    assert path.parent.name == ".embeddings" and path.parent.parent == tiny_settings.articles_dir
+    fresh = replace(tiny_settings, index_dir=tmp_path / "fresh" / "index")
+    report = build_index(fresh)
+    assert report.embedded == 0 and report.reused == n
+    assert np.array_equal(
+        np.load(fresh.index_dir / "vectors.npy"), np.load(tiny_settings.index_dir / "vectors.npy")
+    )
+    # An edited chunk is not in the cache: only it is embedded again.
+    article = tiny_settings.articles_dir / "fixture-dpo-stuck.md"
+    article.write_text(article.read_text().replace("Policy equals reference.", "Same policy."))
+    edited = build_index(replace(fresh, index_dir=tmp_path / "edited" / "index"))
+    assert 1 <= edited.embedded < n
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "other-model"])
+def test_damaged_or_foreign_embedding_cache_is_ignored(tiny_settings, tmp_path, damage):
+    from kb.embedcache import cache_path, save_cache
+    from kb.index import save_embeddings
+
+    build_index(tiny_settings)
+    path, n = save_embeddings(tiny_settings)
+    if damage == "garbage":
+        path.write_bytes(b"\x00not a zip" * 10)
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[:200])
+    else:
+        model_id = json.loads((tiny_settings.index_dir / "manifest.json").read_text())["model_id"]
+        keys = json.loads((tiny_settings.index_dir / "chunk_keys.json").read_text())
+        save_cache(tiny_settings.articles_dir, "other/model", keys, np.ones((len(keys), 384)))
+        cache_path(tiny_settings.articles_dir, "other/model").rename(
+            cache_path(tiny_settings.articles_dir, model_id)
+        )
+    report = build_index(replace(tiny_settings, index_dir=tmp_path / "fresh" / "index"))
+    assert report.embedded == n and report.reused == 0
+
+
+def test_shipped_embedding_cache_covers_the_bundled_corpus():
+    """A fresh checkout indexes in seconds only if the cache is current: after adding or editing
+    articles run `kb index --save-embeddings` and commit articles/.embeddings/."""
+    from pathlib import Path
+
+    from kb.articles import load_articles
+    from kb.chunking import chunk_corpus
+    from kb.embedcache import load_cache
+    from kb.embedding import embedder_model_id
+
+    articles_dir = Path(__file__).resolve().parent.parent / "articles"
+    cached = load_cache(articles_dir, embedder_model_id("e5"))
+    keys = [c.key for c in chunk_corpus(load_articles(articles_dir)) if c.dense]
+    missing = [k for k in keys if k not in cached]
+    assert not missing, (
+        f"{len(missing)} chunks not in the shipped cache: kb index --save-embeddings"
+    )
