@@ -97,7 +97,8 @@ class Assistant:
         context = (
             QueryContext(
                 phrases=tuple(signals.evidence_phrases()),
-                anomalies=_anomaly_phrases(clean, signals),
+                anomalies=tuple(a.detail.rstrip(".") for a in signals.anomalies),
+                stated=_stated_phrases(clean, signals),
                 stage=signals.stage,
                 framework=signals.framework,
                 hinted_modes=hinted_modes(signals),
@@ -210,13 +211,11 @@ def _check_text(text: str, max_bytes: int) -> str:
     return data.decode("utf-8")
 
 
-def _anomaly_phrases(text: str, signals: LogSignals) -> tuple[str, ...]:
-    """What the logged series show, plus metric values the report states in words for metrics
-    that have no logged series ("loss =13.6, grad = nan" in a title)."""
-    logged = tuple(a.detail.rstrip(".") for a in signals.anomalies)
-    stated = tuple(
+def _stated_phrases(text: str, signals: LogSignals) -> tuple[str, ...]:
+    """Metric values the report states in words, for metrics with no logged series
+    ("loss =13.6, grad = nan" in a title)."""
+    return tuple(
         phrase
         for phrase in stated_metrics(text)
         if not signals.metrics.get(phrase.split(" is ")[0])
     )
-    return logged + stated

@@ -28,6 +28,7 @@ WEIGHTS = {
     "dense": 1.5,
     "signals": 0.3,
     "anomalies": 2.0,
+    "stated": 1.0,
     "context": 0.3,
     "hint": 3.0,
 }
@@ -66,6 +67,7 @@ class QueryContext:
 
     phrases: tuple[str, ...] = ()  # "loss fell to 0.0 at step 40", "fp16 enabled", ...
     anomalies: tuple[str, ...] = ()  # only what the run did: "loss is nan from step 120"
+    stated: tuple[str, ...] = ()  # metric values stated in words: "grad_norm is nan"
     stage: str | None = None
     framework: str | None = None
     # Failure modes the log itself points at (e.g. "works after downgrading" -> a version
@@ -184,6 +186,13 @@ class Retriever:
             )
             for rank, aid in enumerate(anomaly_order[:DENSE_CANDIDATES], 1):
                 cand(aid).ranks["anomalies"] = rank
+        if context.stated:
+            # Values the report states in words ("grad = nan"): a weaker vote than a logged curve.
+            stated_order, _ = self.bm25_articles(
+                "\n".join(context.stated), SIGNAL_SECTIONS, ANOMALY_RELATIVE_FLOOR
+            )
+            for rank, aid in enumerate(stated_order[:DENSE_CANDIDATES], 1):
+                cand(aid).ranks["stated"] = rank
 
         ctx_articles = [
             a.id
