@@ -98,7 +98,7 @@ class Assistant:
             QueryContext(
                 phrases=tuple(signals.evidence_phrases()),
                 anomalies=tuple(a.detail.rstrip(".") for a in signals.anomalies),
-                stated=_stated_phrases(clean, signals),
+                stated=tuple(stated_metrics(clean, logged=signals.metrics)),
                 stage=signals.stage,
                 framework=signals.framework,
                 hinted_modes=hinted_modes(signals),
@@ -209,13 +209,3 @@ def _check_text(text: str, max_bytes: int) -> str:
     # Lone surrogates (argv with undecodable bytes, a JSON "\ud800") become "?": the embedder
     # and the UTF-8 responses take only encodable text.
     return data.decode("utf-8")
-
-
-def _stated_phrases(text: str, signals: LogSignals) -> tuple[str, ...]:
-    """Metric values the report states in words, for metrics with no logged series
-    ("loss =13.6, grad = nan" in a title)."""
-    return tuple(
-        phrase
-        for phrase in stated_metrics(text)
-        if not signals.metrics.get(phrase.split(" is ")[0])
-    )

@@ -9,6 +9,7 @@ articles as a logged nan.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 _METRIC = (
     r"(?P<metric>(?:train[_ ]|eval[_ ]|training |validation )?loss|grad[_ ]?norm|gradients?|grads?"
@@ -24,8 +25,9 @@ _VALUE = r"(?P<value>nan|inf(?:inity)?|0(?:\.0+)?)(?![A-Za-z0-9_.])"
 _STATEMENT = re.compile(r"(?<![A-Za-z0-9_/])" + _METRIC + _LINK + r"\s*" + _VALUE, re.IGNORECASE)
 
 
-def stated_metrics(text: str, limit: int = 20_000) -> list[str]:
-    """Phrases like "grad_norm is nan" for each metric value the report states in words.
+def stated_metrics(text: str, logged: Collection[str] = (), limit: int = 20_000) -> list[str]:
+    """Phrases like "grad_norm is nan" for each metric value the report states in words, except
+    for metrics in `logged` (a logged series says more than a sentence about it).
 
     "loss =13.6234, grad = nan" -> ["grad_norm is nan"]
     "训练时 loss一直是0，梯度为nan" -> ["loss is 0.0", "grad_norm is nan"]
@@ -35,6 +37,8 @@ def stated_metrics(text: str, limit: int = 20_000) -> list[str]:
     for m in _STATEMENT.finditer(text[:limit]):
         raw = m.group("metric").lower()
         metric = "loss" if "loss" in raw else "grad_norm"
+        if metric in logged:
+            continue
         value = m.group("value").lower()
         value = "nan" if value == "nan" else "inf" if value.startswith("inf") else "0.0"
         phrase = f"{metric} is {value}"

@@ -145,8 +145,8 @@ def run_cases(
                 full = answer.llm_text + "\n" + full
             result.answer_text = full
             low = full.lower()
-            result.keywords_found = sum(1 for kw in case.fix_keywords if kw.lower() in low)
             result.keywords_missing = [kw for kw in case.fix_keywords if kw.lower() not in low]
+            result.keywords_found = len(case.fix_keywords) - len(result.keywords_missing)
             # Names quoted back from the user's own log (in the evidence) are not invented.
             result.invented = [n for n in invented_names(full, hits) if n not in case.query]
             result.llm_fell_back = bool(use_llm and not answer.llm_text)

@@ -21,7 +21,7 @@ from kb import __version__
 from kb.articles import Article, article_paths, load_articles
 from kb.bm25 import BM25
 from kb.chunking import Chunk, chunk_corpus
-from kb.embedcache import load_cache
+from kb.embedcache import load_cache, save_cache
 from kb.embedding import Embedder, embedder_model_id, load_embedder
 from kb.errors import CorruptIndex, IndexNotFound, IndexStale
 from kb.settings import Settings
@@ -209,8 +209,6 @@ def build_index(settings: Settings, embedder: Embedder | None = None) -> BuildRe
 
 def save_embeddings(settings: Settings) -> tuple[Path, int]:
     """Ship the current index's chunk vectors with the articles (see kb.embedcache)."""
-    from kb.embedcache import save_cache
-
     manifest = check_fresh(settings)
     keys = json.loads((settings.index_dir / "chunk_keys.json").read_text())
     vectors = np.load(settings.index_dir / "vectors.npy")

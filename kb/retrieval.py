@@ -180,19 +180,15 @@ class Retriever:
                 c = cand(aid)
                 c.ranks["signals"] = rank
                 c.signal_terms = sig_details[aid].bm25_terms
-        if context.anomalies:
-            anomaly_order, _ = self.bm25_articles(
-                "\n".join(context.anomalies), SIGNAL_SECTIONS, ANOMALY_RELATIVE_FLOOR
-            )
-            for rank, aid in enumerate(anomaly_order[:DENSE_CANDIDATES], 1):
-                cand(aid).ranks["anomalies"] = rank
-        if context.stated:
-            # Values the report states in words ("grad = nan"): a weaker vote than a logged curve.
-            stated_order, _ = self.bm25_articles(
-                "\n".join(context.stated), SIGNAL_SECTIONS, ANOMALY_RELATIVE_FLOOR
-            )
-            for rank, aid in enumerate(stated_order[:DENSE_CANDIDATES], 1):
-                cand(aid).ranks["stated"] = rank
+        # What the run did, logged ("loss is nan from step 120") or stated in words ("grad =
+        # nan"; a weaker vote): only articles that say nearly as much as the best one count.
+        for channel, facts in (("anomalies", context.anomalies), ("stated", context.stated)):
+            if facts:
+                order, _ = self.bm25_articles(
+                    "\n".join(facts), SIGNAL_SECTIONS, ANOMALY_RELATIVE_FLOOR
+                )
+                for rank, aid in enumerate(order[:DENSE_CANDIDATES], 1):
+                    cand(aid).ranks[channel] = rank
 
         ctx_articles = [
             a.id

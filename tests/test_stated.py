@@ -47,3 +47,9 @@ def test_a_matched_error_string_is_error_text_even_without_its_exception_type(re
     )
     assert prepared.hits[0].article.failure_mode == "missing-pad-token"
     assert prepared.needs == []
+
+
+def test_a_logged_series_says_more_than_a_sentence_about_it():
+    assert stated_metrics("loss is 0, grad = nan", logged={"loss": [(1, 0.0)]}) == [
+        "grad_norm is nan"
+    ]
