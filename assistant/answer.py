@@ -102,6 +102,9 @@ ZH_REASONS = {
     "it is about serving or deploying a model, not a failed training run": (
         "这是模型部署/推理服务的问题，不是训练失败"
     ),
+    "it is about using a model (inference or an application), not a failed training run": (
+        "这是模型使用（推理或调用模型的应用）的问题，不是训练失败"
+    ),
     "it is about a vision or diffusion model; kb knows LLM fine-tuning failures": (
         "这是视觉或扩散模型的问题；kb 只收录大语言模型微调的失败案例"
     ),

@@ -10,20 +10,35 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# ASCII word edges that also hold next to CJK text: "DPO失败" and "Lora微调" are training talk,
+# but \b sees no edge between "O" and "失" (both are word characters to Python's re).
+_L, _R = r"(?<![A-Za-z0-9_])", r"(?![A-Za-z0-9_])"
 _TRAINING = re.compile(
-    r"\b(train(?:ing|er|s)?|fine-?tun\w*|finetun\w*|sft|dpo|kto|orpo|simpo|ppo|grpo|rlhf|"
-    r"reward[ _-]?model|rm training|lora|qlora|peft|deepspeed|zero-?[23]|fsdp|epochs?|"
-    r"loss|grad(?:ient)?s?|grad_norm|optimizer|learning[ _]rate|lr|warmup|checkpoint\w*|"
+    _L + r"(train(?:ing|er|s|ed)?|\w*trainer|fine[ -]?tun\w*|finetun\w*|sft|dpo|kto|orpo|simpo|"
+    r"ppo|grpo|rlhf|reward[ _-]?model|rm training|lora|qlora|peft|deepspeed|zero-?[23]|fsdp|"
+    r"epochs?|loss|grad(?:ient)?s?|grad_norm|optimizer|learning[ _]rate|lr|warmup|checkpoint\w*|"
     r"accelerate|torchrun|backward|per_device_train_batch_size|gradient_accumulation_steps|"
-    r"pretrain\w*|llamafactory-cli train|swift (?:sft|rlhf|pt)|openrlhf)\b"
-    r"|训练|微调|预训练|损失|梯度|显存|奖励模型|全参|增量",
+    r"pretrain\w*|llamafactory-cli train|swift (?:sft|rlhf|pt)|openrlhf|trl|unsloth|axolotl|"
+    r"xtuner|verl)" + _R + r"|训练|微调|预训练|损失|梯度|显存|奖励模型|全参|增量",
+    re.IGNORECASE,
+)
+# "before fine-tuning, the base model already ...": the training word is negated.
+_NOT_TRAINED = re.compile(
+    r"还没(?:有)?(?:开始)?(?:训练|微调)|未经?(?:过)?(?:训练|微调)|没有经过(?:训练|微调)|"
+    r"without (?:any )?fine-?tuning|before (?:any )?fine-?tuning|not (?:yet )?fine-?tuned|untuned",
     re.IGNORECASE,
 )
 _SERVING = re.compile(
-    r"\b(vllm serve|deploy(?:ed|ing|ment)?|serving|inference server|openai[- ]compatible|"
+    _L + r"(vllm serve|deploy(?:ed|ing|ment)?|serving|inference server|openai[- ]compatible|"
     r"tool[_ ]?(?:call|choice)\w*|function[_ ]call\w*|chat completions?|ollama|llama\.cpp|gguf|"
-    r"quantiz\w+ (?:to|into) gguf|api server|endpoint|collect_env\.py|your current environment)\b"
-    r"|部署|推理服务|工具调用|函数调用",
+    r"ggml|chatglm\.cpp|sglang|quantiz\w+ (?:to|into) gguf|api server|endpoint|collect_env\.py|"
+    r"your current environment)" + _R + r"|部署|推理服务|工具调用|函数调用",
+    re.IGNORECASE,
+)
+# Using a model (inference, an app calling it): out of scope only when nothing mentions training,
+# since "微调后推理效果差" (worse after fine-tuning) is a training report.
+_USING = re.compile(
+    _L + r"(inference|infer|predict(?:ion)?s?|generate|api|get_response)" + _R + r"|推理|调用|接口",
     re.IGNORECASE,
 )
 # Vision/diffusion models: LoRA and "fine-tune" are used there too, but kb knows LLM training.
@@ -53,31 +68,37 @@ class Scope:
     serving_cues: int
     feature_request: bool
     non_llm: bool = False  # about a vision/diffusion model, with nothing about an LLM
+    using_cues: int = 0  # inference / calling a model
 
     @property
     def out_of_scope(self) -> bool:
-        """Serving or feature-request talk that outweighs any training talk."""
-        if self.feature_request and self.training_cues <= 2:
-            return True
-        if self.non_llm:
-            return True
-        return self.serving_cues > 0 and self.serving_cues >= self.training_cues
+        """Serving, using or feature-request talk that outweighs any training talk."""
+        return bool(self.reason)
 
     @property
     def reason(self) -> str:
-        if self.feature_request:
+        """Why the report is out of scope, in the order the rules are tried; "" when it is not."""
+        if self.feature_request and self.training_cues <= 2:
             return "it reads as a feature request, not a failed training run"
         if self.non_llm:
             return "it is about a vision or diffusion model; kb knows LLM fine-tuning failures"
-        if self.serving_cues:
+        if self.serving_cues > 0 and self.serving_cues >= self.training_cues:
             return "it is about serving or deploying a model, not a failed training run"
+        if self.using_cues and self.training_cues == 0:
+            return "it is about using a model (inference or an application), not a failed training run"
         return ""
 
 
 def assess(text: str) -> Scope:
     head = text[:20_000]
+    training = len(set(m.group(0).lower() for m in _TRAINING.finditer(head)))
+    using = len(set(m.group(0).lower() for m in _USING.finditer(head)))
+    if _NOT_TRAINED.search(head):
+        # Talking about the model before training: its training word is not training talk.
+        training, using = max(training - 1, 0), using + 1
     return Scope(
-        training_cues=len(set(m.group(0).lower() for m in _TRAINING.finditer(head))),
+        training_cues=training,
+        using_cues=using,
         serving_cues=len(set(m.group(0).lower() for m in _SERVING.finditer(head))),
         feature_request=bool(_FEATURE_REQUEST.search(head)),
         non_llm=bool(_NON_LLM.search(head)) and not _LLM.search(head),

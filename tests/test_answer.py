@@ -12,6 +12,7 @@ from kb.scope import Scope
         Scope(training_cues=0, serving_cues=0, feature_request=True),
         Scope(training_cues=1, serving_cues=2, feature_request=False),
         Scope(training_cues=1, serving_cues=0, feature_request=False, non_llm=True),
+        Scope(training_cues=0, serving_cues=0, feature_request=False, using_cues=1),
     ],
 )
 def test_every_scope_reason_has_a_chinese_form(scope):

@@ -1,0 +1,39 @@
+"""Is the report about training at all? Scope cues in English and Chinese."""
+
+import pytest
+
+from kb.scope import assess
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "How do I deploy my model with vllm serve and enable tool calling?",
+        "我的应用调用 glm-4 接口时报参数错误",  # an app calling a model API
+        "批量推理的时候结果少了几条，是什么原因",  # inference drops rows
+        "模型还没有开始微调，直接对话就胡言乱语",  # the base model, before any training
+        "After merging my LoRA I converted it with chatglm.cpp to ggml and the effect is gone",
+        "Qwen3 LoRA adapter gives errors when loaded in sglang",
+    ],
+)
+def test_using_or_serving_a_model_is_out_of_scope(text):
+    scope = assess(text)
+    assert scope.out_of_scope, scope
+    assert scope.reason
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Llama3-8b 全量参数 DPO失败",  # "DPO" right next to Chinese text still counts
+        "Lora微调后推理效果变差",  # inference after training is a training report
+        "InternLM 微调后 predict 报错",
+        "DPOTrainer crashes with Qwen2-VL processor",
+        "facing error fine tuning llama2 using provided example",
+        "loss is 0 with qwen2.5-7b",
+    ],
+)
+def test_training_reports_stay_in_scope(text):
+    scope = assess(text)
+    assert not scope.out_of_scope, scope
+    assert scope.training_cues >= 1
