@@ -102,7 +102,7 @@ ZH_REASONS = {
     "it is about serving or deploying a model, not a failed training run": (
         "这是模型部署/推理服务的问题，不是训练失败"
     ),
-    "it is about using a model (inference or an application), not a failed training run": (
+    "it is about using a model (inference or an app), not a failed training run": (
         "这是模型使用（推理或调用模型的应用）的问题，不是训练失败"
     ),
     "it is about a vision or diffusion model; kb knows LLM fine-tuning failures": (

@@ -85,7 +85,7 @@ class Scope:
         if self.serving_cues > 0 and self.serving_cues >= self.training_cues:
             return "it is about serving or deploying a model, not a failed training run"
         if self.using_cues and self.training_cues == 0:
-            return "it is about using a model (inference or an application), not a failed training run"
+            return "it is about using a model (inference or an app), not a failed training run"
         return ""
 
 
