@@ -31,7 +31,8 @@ _NOT_TRAINED = re.compile(
 _SERVING = re.compile(
     _L + r"(vllm serve|deploy(?:ed|ing|ment)?|serving|inference server|openai[- ]compatible|"
     r"tool[_ ]?(?:call|choice)\w*|function[_ ]call\w*|chat completions?|ollama|llama\.cpp|gguf|"
-    r"ggml|chatglm\.cpp|sglang|quantiz\w+ (?:to|into) gguf|api server|endpoint|collect_env\.py|"
+    r"ggml|chatglm\.cpp|sglang|quantiz\w+ (?:to|into) gguf|api[ _]server|vllm\.entrypoints|"
+    r"enable-lora|endpoint|collect_env\.py|"
     r"your current environment)" + _R + r"|部署|推理服务|工具调用|函数调用",
     re.IGNORECASE,
 )

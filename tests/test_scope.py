@@ -14,6 +14,7 @@ from kb.scope import assess
         "模型还没有开始微调，直接对话就胡言乱语",  # the base model, before any training
         "After merging my LoRA I converted it with chatglm.cpp to ggml and the effect is gone",
         "Qwen3 LoRA adapter gives errors when loaded in sglang",
+        "python -m vllm.entrypoints.openai.api_server --model m --enable-lora --lora-modules a=/x",
     ],
 )
 def test_using_or_serving_a_model_is_out_of_scope(text):
