@@ -54,6 +54,11 @@ class CaseResult:
             "abstained": self.abstained,
             "rank": self.rank,
             "needs": self.needs,
+            # Where the baselines put the expected mode: shows which reports fusion wins or loses.
+            "baseline_rank": {
+                "bm25": _rank(self.bm25_modes, self.case.failure_mode),
+                "dense": _rank(self.dense_modes, self.case.failure_mode),
+            },
             **({"keywords_missing": self.keywords_missing} if self.answer_text else {}),
         }
 

@@ -12,8 +12,14 @@ import json
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; concurrent builds are not serialized there
+    fcntl = None
 
 import numpy as np
 
@@ -120,23 +126,58 @@ def _previous_vectors(index_dir: Path, model_id: str) -> dict[str, np.ndarray]:
     return dict(zip(keys, vectors, strict=True))
 
 
+def _up_to_date(index_dir: Path, digest: str, model_id: str) -> Manifest | None:
+    try:
+        current = read_manifest(index_dir)
+    except (IndexNotFound, CorruptIndex):
+        return None
+    if (
+        current.corpus_hash == digest
+        and current.model_id == model_id
+        and _files_ok(index_dir, current)
+    ):
+        return current
+    return None
+
+
+@contextmanager
+def _build_lock(index_dir: Path):
+    """One build at a time per index: a second `kb index` (or a server rebuilding a stale index)
+    waits instead of deleting the first one's half-written version as an 'old version'."""
+    index_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(index_dir.parent / f".{index_dir.name}.lock", "a") as handle:
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def build_index(settings: Settings, embedder: Embedder | None = None) -> BuildReport:
     """Build (or confirm up to date) the index for settings.articles_dir at settings.index_dir."""
     start = time.perf_counter()
     index_dir = settings.index_dir
     model_id = embedder.model_id if embedder else embedder_model_id(settings.embedder)
     digest = corpus_hash(settings.articles_dir)
-    try:
-        current = read_manifest(index_dir)
-        if (
-            current.corpus_hash == digest
-            and current.model_id == model_id
-            and _files_ok(index_dir, current)
-        ):
+    current = _up_to_date(index_dir, digest, model_id)
+    if current:
+        return BuildReport(current, 0, 0, True, time.perf_counter() - start)
+    with _build_lock(index_dir):
+        # Another process may have built this very corpus while we waited for the lock (and the
+        # articles may have changed meanwhile: hash them again).
+        digest = corpus_hash(settings.articles_dir)
+        current = _up_to_date(index_dir, digest, model_id)
+        if current:
             return BuildReport(current, 0, 0, True, time.perf_counter() - start)
-    except (IndexNotFound, CorruptIndex):
-        pass
+        return _build_locked(settings, embedder, model_id, digest, start)
 
+
+def _build_locked(
+    settings: Settings, embedder: Embedder | None, model_id: str, digest: str, start: float
+) -> BuildReport:
+    index_dir = settings.index_dir
     articles = load_articles(settings.articles_dir)
     chunks = chunk_corpus(articles)
     dense_ids = [i for i, c in enumerate(chunks) if c.dense]

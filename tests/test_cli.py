@@ -197,6 +197,15 @@ def test_eval_json_shape(runner, cli_env, tmp_path):
         runner.invoke(main, ["eval", "--cases", str(cases), "--answers", "--json"]).stdout
     )
     assert answers["fix_keyword_recall"] == 1.0 and answers["invented_keys"] == 0
+    rows_out = tmp_path / "rows.jsonl"
+    res = runner.invoke(
+        main, ["eval", "--cases", str(cases), "--answers", "--cases-out", str(rows_out)]
+    )
+    assert res.exit_code == 0, res.output
+    per_case = {r["id"]: r for r in map(json.loads, rows_out.read_text().splitlines())}
+    assert per_case["a"]["rank"] == 1 and per_case["a"]["keywords_missing"] == []
+    assert per_case["c"]["abstained"] and per_case["c"]["rank"] is None
+    assert set(per_case["b"]["baseline_rank"]) == {"bm25", "dense"}
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query": "x"}\n')
     res = runner.invoke(main, ["eval", "--cases", str(bad)])

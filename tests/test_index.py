@@ -149,3 +149,22 @@ def test_shipped_embedding_cache_covers_the_bundled_corpus():
     assert not missing, (
         f"{len(missing)} chunks not in the shipped cache: kb index --save-embeddings"
     )
+
+
+def test_concurrent_builds_do_not_destroy_each_other(tiny_settings):
+    """Several processes indexing at once (a server rebuilding, a user running `kb index`) each
+    finish, and the index they leave loads: none deletes another's half-written version."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    embedder = load_embedder(tiny_settings.embedder)
+    build_index(tiny_settings, embedder)
+    path = tiny_settings.articles_dir / "fixture-dpo-stuck.md"
+    path.write_text(path.read_text().replace("Policy equals reference.", "策略与参考模型相同。"))
+    with ThreadPoolExecutor(3) as pool:
+        reports = list(pool.map(lambda _: build_index(tiny_settings, embedder), range(3)))
+    assert sum(not r.unchanged for r in reports) == 1  # the others found it built
+    loaded = load_index(tiny_settings)
+    sections = loaded.articles["fixture-dpo-stuck"].sections.values()
+    assert any("策略与参考模型相同" in text for text in sections)
+    versions = list(tiny_settings.index_dir.parent.glob("index.v-*"))
+    assert versions == [tiny_settings.index_dir.resolve()]
