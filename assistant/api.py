@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hmac
 import json
+import logging
+import re
 from pathlib import Path
 
 from fastapi import Depends, FastAPI, HTTPException, Request
@@ -17,9 +19,10 @@ from assistant.feedback import Feedback, FeedbackStore
 from assistant.redact import redact
 from assistant.render import article_html
 from assistant.service import AskResult, Assistant, Prepared
-from kb.errors import KbError
+from kb.errors import BadInput, KbError
 from kb.library import get_article
 
+log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
 MAX_BODY_BYTES = 2 * 1024 * 1024  # a JSON request; bigger logs go through the web app upload
 MAX_QUERY_CHARS = 1_000_000
@@ -70,6 +73,21 @@ class BodyLimit:
         await self.app(scope, counted, send)
 
 
+def client_error(exc: KbError) -> tuple[dict, int]:
+    """The caller's own mistake is a 400 with its message. A server-side problem (a broken
+    article, a missing index or model) is a 503 that names the fix and the file, without the
+    server's directories (those go to the log)."""
+    if isinstance(exc, BadInput):
+        return {"error": str(exc)}, 400
+    log.error("server-side error answering a request: %s", exc)
+    message = _SERVER_PATH.sub(lambda m: m.group(2), str(exc))
+    return {"error": f"{message} (server-side: the maintainer should run kb validate)"}, 503
+
+
+# "/srv/kb/articles/foo.md" -> "foo.md"; any absolute directory prefix is the server's business.
+_SERVER_PATH = re.compile(r"(/[^\s:'\"]*/)([^/\s:'\"]+)")
+
+
 def create_api(assistant: Assistant, feedback: FeedbackStore) -> FastAPI:
     settings = assistant.settings
     api = FastAPI(
@@ -96,7 +114,8 @@ def create_api(assistant: Assistant, feedback: FeedbackStore) -> FastAPI:
 
     @api.exception_handler(KbError)
     async def kb_error(request: Request, exc: KbError):
-        return JSONResponse({"error": str(exc)}, status_code=400)
+        body, status = client_error(exc)
+        return JSONResponse(body, status_code=status)
 
     # Starlette's own HTTPException too: FastAPI raises it for a body it cannot parse, 404, 405.
     @api.exception_handler(StarletteHTTPException)
@@ -190,4 +209,4 @@ async def _sse(assistant: Assistant, req: AskRequest):
             elif isinstance(item, AskResult):
                 yield event("done", item.to_dict())
     except KbError as exc:
-        yield event("error", {"error": str(exc)})
+        yield event("error", client_error(exc)[0])
