@@ -197,9 +197,9 @@ def parse_article(path: Path) -> Article:
     zh = meta.get("zh") if isinstance(meta.get("zh"), dict) else {}
     verified = meta.get("verified_with")
     return Article(
-        id=str(meta.get("id", "")).strip(),
-        title=str(meta.get("title", "")).strip(),
-        failure_mode=str(meta.get("failure_mode", "")).strip(),
+        id=str(meta.get("id", "") or "").strip(),
+        title=str(meta.get("title", "") or "").strip(),  # "title: null" is missing, not "None"
+        failure_mode=str(meta.get("failure_mode", "") or "").strip(),
         path=path,
         frameworks=_str_list(meta.get("frameworks")),
         stages=_str_list(meta.get("stages")),

@@ -28,6 +28,9 @@ def test_taxonomy_copy_matches_shared():
     assert taxonomy_ids() == shared
 
 
+TITLE_LINE = 'title: "Loss becomes nan in fp16 training"'
+
+
 def _break(tiny_articles: Path, old: str, new: str) -> list[str]:
     path = tiny_articles / "fixture-fp16-overflow.md"
     path.write_text(path.read_text().replace(old, new, 1))
@@ -51,6 +54,7 @@ def _break(tiny_articles: Path, old: str, new: str) -> list[str]:
             "not a URL",
         ),
         ('  title: "fp16 训练 loss 变成 nan"\n', "", "zh.title"),
+        (TITLE_LINE + "\n", "title: null\n", "title"),  # null is missing, not the text "None"
     ],
 )
 def test_each_error_is_reported_with_file_and_field(tiny_articles, old, new, expected):
