@@ -9,6 +9,21 @@ import re
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_.+\-]*[a-z0-9]|[a-z0-9]|[\u3400-\u4dbf\u4e00-\u9fff]+")
 _PART_SPLIT = re.compile(r"[_.+\-]+")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+# A metric with a telling value ("grad_norm is exactly 0", "'loss': nan", "loss一直是0") also
+# becomes one term ("grad_norm=0"), so that "grad_norm 0" (no gradient) and "grad_norm nan"
+# (overflow) stop matching each other through the shared word "grad_norm".
+_METRIC_VALUE = re.compile(
+    r"(?<![a-z0-9_])(grad_norm|grad norm|gradient norm|梯度|train_loss|eval_loss|loss)['\"]?"
+    r"(?:\s|[:=]|is|was|stays?|stuck at|became|becomes|goes to|went to|exactly|always|"
+    r"一直是|一直为|始终是|变成了?|变为|都是|为|是)*"
+    r"(nan|inf|-?0(?:\.0+)?)(?![0-9a-z.])"
+)
+_METRIC_NAME = {
+    "grad norm": "grad_norm",
+    "gradient norm": "grad_norm",
+    "梯度": "grad_norm",
+    "train_loss": "loss",
+}
 
 STOPWORDS = frozenset(
     """a an and are as at be been but by can could do does did for from had has have how i if in
@@ -28,7 +43,12 @@ def tokenize(text: str) -> list[str]:
      "train", "batch", "size", "1"] (stopwords removed)
     """
     terms: list[str] = []
-    for match in _TOKEN.finditer(text.lower()):
+    low = text.lower()
+    for match in _METRIC_VALUE.finditer(low):
+        name = _METRIC_NAME.get(match.group(1), match.group(1))
+        value = match.group(2).lstrip("-")
+        terms.append(f"{name}={'0' if value.startswith('0') else value}")
+    for match in _TOKEN.finditer(low):
         tok = match.group(0)
         if _CJK.match(tok):
             terms.extend(ch for ch in tok if ch not in STOPWORDS)

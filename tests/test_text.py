@@ -50,3 +50,19 @@ def test_bm25_matches_brute_force():
             want += idf * f * 2.2 / (f + 1.2 * (1 - 0.75 + 0.75 * len(doc) / avg))
         assert got[d] == pytest.approx(want, rel=1e-5)
     assert bm.matched_terms(query, 0) == ["nan", "loss"]
+
+
+@pytest.mark.parametrize(
+    "text, expected, absent",
+    [
+        ("grad_norm is exactly 0 from step 1", {"grad_norm=0"}, {"grad_norm=nan"}),
+        ("{'loss': 0.0, 'grad_norm': nan}", {"loss=0", "grad_norm=nan"}, {"grad_norm=0"}),
+        ("loss一直是0，梯度为nan", {"loss=0", "grad_norm=nan"}, set()),
+        ("eval_loss: nan", {"eval_loss=nan"}, {"loss=nan"}),
+        ("loss is 0.6931 and 0.01 later", set(), {"loss=0"}),  # small is not zero
+    ],
+)
+def test_metric_with_a_telling_value_is_one_term(text, expected, absent):
+    """'grad_norm 0' (no gradient) and 'grad_norm nan' (overflow) must not match each other."""
+    terms = set(tokenize(text))
+    assert expected <= terms and not (absent & terms), terms
