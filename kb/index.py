@@ -33,7 +33,7 @@ from kb.errors import CorruptIndex, IndexNotFound, IndexStale
 from kb.settings import Settings
 from kb.vectors import VectorIndex
 
-FORMAT_VERSION = 3  # bump when chunking, tokenization or file layout change: old indexes go stale
+FORMAT_VERSION = 4  # bump when chunking, tokenization or file layout change: old indexes go stale
 
 
 @dataclass(frozen=True)

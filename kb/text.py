@@ -9,21 +9,37 @@ import re
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_.+\-]*[a-z0-9]|[a-z0-9]|[\u3400-\u4dbf\u4e00-\u9fff]+")
 _PART_SPLIT = re.compile(r"[_.+\-]+")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-# A metric with a telling value ("grad_norm is exactly 0", "'loss': nan", "loss一直是0") also
-# becomes one term ("grad_norm=0"), so that "grad_norm 0" (no gradient) and "grad_norm nan"
-# (overflow) stop matching each other through the shared word "grad_norm".
-_METRIC_VALUE = re.compile(
-    r"(?<![a-z0-9_])(grad_norm|grad norm|gradient norm|梯度|train_loss|eval_loss|loss)['\"]?"
-    r"(?:\s|[:=]|is|was|stays?|stuck at|became|becomes|goes to|went to|exactly|always|"
-    r"一直是|一直为|始终是|变成了?|变为|都是|为|是)*"
-    r"(nan|inf|-?0(?:\.0+)?)(?![0-9a-z.])"
+# A metric stated with a telling value, logged or in words ("grad_norm is exactly 0", "'loss': nan",
+# "loss一直是0", "梯度为nan"): up to three linking words between the metric and the value.
+_METRIC_STATEMENT = re.compile(
+    r"(?<![A-Za-z0-9_])(?P<metric>(?:train[_ ]|eval[_ ]|training |validation )?loss"
+    r"|grad[_ ]?norm|gradient norm|gradients?|grads?|梯度)['\"]?"
+    r"(?:\s*(?:=|:|：|is|was|are|were|becomes?|became|goes|went|to|turns?|into|stays?|stuck|at"
+    r"|always|still|all|just|exactly|keeps?|being|一直|都|始终|总是|变成了?|变为|为|是|等于|全是|全为"
+    r"|直接|就|了)\s*){0,3}\s*"
+    r"(?P<value>nan|inf(?:inity)?|-?0(?:\.0+)?)(?![A-Za-z0-9_.])",
+    re.IGNORECASE,
 )
-_METRIC_NAME = {
-    "grad norm": "grad_norm",
-    "gradient norm": "grad_norm",
-    "梯度": "grad_norm",
-    "train_loss": "loss",
-}
+
+
+def metric_statements(text: str) -> list[tuple[str, str]]:
+    """(metric, value) for each metric stated with a telling value, in order of appearance:
+    metric is loss / eval_loss / grad_norm, value is 0 / nan / inf.
+
+    "训练时 loss一直是0，梯度为nan" -> [("loss", "0"), ("grad_norm", "nan")]
+    "loss is 0.6931" -> []
+    """
+    found = []
+    for m in _METRIC_STATEMENT.finditer(text):
+        raw = m.group("metric").lower()
+        if "loss" in raw:
+            metric = "eval_loss" if raw.startswith(("eval", "validation")) else "loss"
+        else:
+            metric = "grad_norm"
+        value = m.group("value").lower().lstrip("-")
+        found.append((metric, "nan" if value == "nan" else "inf" if value[0] == "i" else "0"))
+    return found
+
 
 STOPWORDS = frozenset(
     """a an and are as at be been but by can could do does did for from had has have how i if in
@@ -44,10 +60,9 @@ def tokenize(text: str) -> list[str]:
     """
     terms: list[str] = []
     low = text.lower()
-    for match in _METRIC_VALUE.finditer(low):
-        name = _METRIC_NAME.get(match.group(1), match.group(1))
-        value = match.group(2).lstrip("-")
-        terms.append(f"{name}={'0' if value.startswith('0') else value}")
+    # "grad_norm 0" (no gradient) and "grad_norm nan" (overflow) must not match each other only
+    # through the shared word "grad_norm": the stated value is a term of its own.
+    terms.extend(f"{metric}={value}" for metric, value in metric_statements(low))
     for match in _TOKEN.finditer(low):
         tok = match.group(0)
         if _CJK.match(tok):
