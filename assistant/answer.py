@@ -5,8 +5,10 @@ This is always shown. The LLM (assistant.generator) may add a short tailored sum
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
+from assistant.version_talk import WorkingVersion
 from kb.articles import Snippet
 from kb.retrieval import Hit
 from kb.text import has_cjk
@@ -31,6 +33,11 @@ HEADINGS = {
         ),
         "needs": "To diagnose this, paste:",
         "confidence": "confidence",
+        "close": "Other known cases fit almost as well; they are under “Also possible” below.",
+        "pin": (
+            "Your report says these versions worked: pin them to train again now, and apply the "
+            "fix above when you can:"
+        ),
     },
     "zh": {
         "diagnosis": "诊断",
@@ -50,8 +57,15 @@ HEADINGS = {
         ),
         "needs": "要诊断这个问题，请贴出：",
         "confidence": "置信度",
+        "close": "另有已知案例几乎同样吻合，见下方“也可能是”。",
+        "pin": (
+            "你的描述里这些版本可以正常训练：可以先固定这些版本恢复训练，之后再按上面的方法解决："
+        ),
     },
 }
+
+# A runner-up this close to the first case is shown in full under "Also possible".
+CLOSE_SHARE = 0.85
 
 VERSIONS_COMMAND = 'pip list | grep -E "torch|transformers|trl|peft|deepspeed|accelerate"'
 NEEDS_TEXT = {
@@ -124,6 +138,7 @@ def compose_answer(
     needs: list[str],
     snippets: list[Snippet] | None = None,
     abstain_reason: str = "",
+    working: list[WorkingVersion] | None = None,
 ) -> Answer:
     h = HEADINGS[language]
     lines: list[str] = []
@@ -156,6 +171,9 @@ def compose_answer(
     lines.append(f"[{article.failure_mode}] {h['confidence']} {top.confidence:.0%}")
     if top.evidence:
         lines.append(f"{h['evidence']}: " + "; ".join(top.evidence[:3]))
+    others = close_runners_up(hits)
+    if others:
+        lines.append(h["close"])
     lines.append("")
     lines.append(f"### {h['cause']}")
     lines.append(_cause(top, language))
@@ -163,6 +181,10 @@ def compose_answer(
     lines.append(f"### {h['fix']}")
     fix_steps = article.zh.get("fix") if language == "zh" and article.zh.get("fix") else article.fix
     lines.extend(f"{i}. {step}" for i, step in enumerate(fix_steps, 1))
+    if working:
+        lines.append("")
+        lines.append(h["pin"])
+        lines.extend(f"- `{w.pin}`" for w in working)
     if article.confirm:
         lines.append("")
         lines.append(f"### {h['confirm']}")
@@ -172,19 +194,39 @@ def compose_answer(
         lines.append("")
         lines.append(f"### {h['snippet']} ({snippet.target})")
         lines.append(f"```{snippet.language}\n{snippet.code.rstrip()}\n```")
-    others = [hit for hit in hits[1:3] if hit.confidence >= top.confidence * 0.85]
     if others:
         lines.append("")
         lines.append(f"### {h['also']}")
+        # A case that fits almost as well gets its cause and every step: the user cannot tell
+        # which of two near-equal cases is theirs from a title and one step.
         for hit in others:
-            first_fix = _fix_steps(hit, language)[:1]
+            lines.append("")
             lines.append(
-                f"- {_title(hit, language)} [{hit.article.failure_mode}]: " + " ".join(first_fix)
+                f"#### {_title(hit, language)} [{hit.article.failure_mode}] "
+                f"{h['confidence']} {hit.confidence:.0%}"
             )
+            lines.append(first_sentences(_cause(hit, language)))
+            lines.extend(f"{i}. {step}" for i, step in enumerate(_fix_steps(hit, language), 1))
     lines.append("")
     lines.append(f"### {h['sources']}")
     lines.extend(f"- {url}" for url in article.sources)
     return Answer("\n".join(lines).strip(), list(chosen), list(article.sources), language, "", "")
+
+
+def close_runners_up(hits: list[Hit]) -> list[Hit]:
+    """The second and third cases when they fit nearly as well as the first (CLOSE_SHARE)."""
+    if not hits:
+        return []
+    return [hit for hit in hits[1:3] if hit.confidence >= hits[0].confidence * CLOSE_SHARE]
+
+
+def first_sentences(text: str, limit: int = 320) -> str:
+    """The opening sentences of a cause, whole sentences up to about `limit` characters."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    ends = [m.end() for m in re.finditer(r"(?<=[.!?])\s|(?<=[。！？])", text) if m.end() <= limit]
+    return text[: ends[-1]].strip() if ends else text[:limit].rstrip() + "…"
 
 
 def _title(hit: Hit, language: str) -> str:

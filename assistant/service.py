@@ -15,6 +15,7 @@ from assistant.reduce import reduce_log
 from assistant.signals import LogSignals
 from assistant.stated import stated_metrics
 from assistant.tailor import tailor_snippets
+from assistant.version_talk import working_versions
 from kb.errors import BadInput, ModelUnavailable
 from kb.retrieval import Hit, QueryContext, Retriever
 from kb.scope import assess
@@ -115,7 +116,8 @@ class Assistant:
         needs = [] if matched_error else missing_info(clean, signals)
         language = answer_language(text)
         snippets = tailor_snippets(hits[0].article, signals) if hits and not abstained else []
-        composed = compose_answer(hits, abstained, language, needs, snippets, reason)
+        working = working_versions(clean)
+        composed = compose_answer(hits, abstained, language, needs, snippets, reason, working)
         return Prepared(clean, signals, hits, abstained, needs, language, composed, timings, reason)
 
     def ask(self, text: str, k: int | None = None, use_llm: bool = True) -> AskResult:

@@ -1,5 +1,7 @@
 """The composed answer speaks the user's language, down to why kb has no matching case."""
 
+from pathlib import Path
+
 import pytest
 
 from assistant.answer import ZH_REASONS, compose_answer
@@ -26,3 +28,45 @@ def test_chinese_abstention_gives_the_reason_in_chinese():
     en = compose_answer([], True, "en", [], None, reason).text
     assert ZH_REASONS[reason] in zh and reason not in zh
     assert reason in en
+
+
+def _hits(confidences):
+    from kb.articles import load_articles
+    from kb.retrieval import Hit
+
+    fixtures = Path(__file__).parent / "fixtures" / "articles"
+    articles = sorted(load_articles(fixtures), key=lambda a: a.id)
+    return [
+        Hit(article=a, score=1.0 / i, rank=i, confidence=c)
+        for i, (a, c) in enumerate(zip(articles, confidences, strict=False), 1)
+    ], articles
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_runner_up_that_fits_almost_as_well_gets_its_cause_and_every_fix_step(language):
+    hits, articles = _hits([0.90, 0.85, 0.40])
+    text = compose_answer(hits, False, language, []).text
+    second, third = articles[1], articles[2]
+    steps = second.zh["fix"] if language == "zh" and second.zh.get("fix") else second.fix
+    also = text.split("### " + ("也可能是" if language == "zh" else "Also possible"))[1]
+    for step in steps:
+        assert step in also
+    assert ("几乎同样吻合" if language == "zh" else "fit almost as well") in text
+    # The third is far below the first: not offered as an equal.
+    assert third.title not in text and third.zh.get("title", third.title) not in text
+
+
+def test_no_also_possible_when_the_first_case_clearly_leads():
+    hits, _ = _hits([0.95, 0.60, 0.50])
+    text = compose_answer(hits, False, "en", []).text
+    assert "Also possible" not in text and "fit almost as well" not in text
+
+
+def test_first_sentences_cuts_at_a_sentence_end_in_both_languages():
+    from assistant.answer import first_sentences
+
+    en = "Weights overflow in fp16. " * 30
+    assert first_sentences(en, 60) == "Weights overflow in fp16. Weights overflow in fp16."
+    zh = "fp16 下激活值溢出。" * 40
+    assert first_sentences(zh, 30).endswith("。") and len(first_sentences(zh, 30)) <= 30
+    assert first_sentences("short cause", 60) == "short cause"
