@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from assistant.changes import Change
 from assistant.version_talk import WorkingVersion
 from kb.articles import Snippet
 from kb.retrieval import Hit
@@ -34,6 +35,11 @@ HEADINGS = {
         "needs": "To diagnose this, paste:",
         "confidence": "confidence",
         "close": "Other known cases fit almost as well; they are under “Also possible” below.",
+        "changes": "Changes to your run",
+        "no_bf16": (
+            "Your GPU ({gpu}) has no bf16: skip the bf16 parts of this fix and use the steps for "
+            "GPUs without bf16 (fp32, or fp16 with the fp16-specific settings)."
+        ),
         "pin": (
             "Your report says these versions worked: pin them to train again now, and apply the "
             "fix above when you can:"
@@ -58,6 +64,11 @@ HEADINGS = {
         "needs": "要诊断这个问题，请贴出：",
         "confidence": "置信度",
         "close": "另有已知案例几乎同样吻合，见下方“也可能是”。",
+        "changes": "你的配置需要改的地方",
+        "no_bf16": (
+            "你的显卡（{gpu}）不支持 bf16：跳过修复中与 bf16 有关的部分，"
+            "按不支持 bf16 的显卡的做法（fp32，或 fp16 配合相应设置）。"
+        ),
         "pin": (
             "你的描述里这些版本可以正常训练：可以先固定这些版本恢复训练，之后再按上面的方法解决："
         ),
@@ -139,6 +150,8 @@ def compose_answer(
     snippets: list[Snippet] | None = None,
     abstain_reason: str = "",
     working: list[WorkingVersion] | None = None,
+    changes: list[Change] | None = None,
+    gpu_without_bf16: str | None = None,
 ) -> Answer:
     h = HEADINGS[language]
     lines: list[str] = []
@@ -181,6 +194,9 @@ def compose_answer(
     lines.append(f"### {h['fix']}")
     fix_steps = article.zh.get("fix") if language == "zh" and article.zh.get("fix") else article.fix
     lines.extend(f"{i}. {step}" for i, step in enumerate(fix_steps, 1))
+    if gpu_without_bf16 and "bf16" in " ".join(article.fix).lower():
+        lines.append("")
+        lines.append(h["no_bf16"].format(gpu=gpu_without_bf16))
     if working:
         lines.append("")
         lines.append(h["pin"])
@@ -189,6 +205,10 @@ def compose_answer(
         lines.append("")
         lines.append(f"### {h['confirm']}")
         lines.extend(f"- {c}" for c in article.confirm)
+    if changes:
+        lines.append("")
+        lines.append(f"### {h['changes']}")
+        lines.extend(f"- `{c}`" for c in changes)
     chosen = snippets if snippets is not None else article.snippets[:1]
     for snippet in chosen:
         lines.append("")

@@ -187,9 +187,11 @@ _MODEL_FLAGS = (
     "model_type",
 )
 
+# ASCII word edges: "8卡V100" and "V100显卡" name the GPU too (CJK characters are \w in re).
 _GPU = re.compile(
-    r"(?<!\w)(A100|H100|H800|A800|H200|H20|V100|T4|A10G?|L40S?|L4|A6000|A40|A30|P100|K80|GH200"
-    r"|B200|910B\d?|MI\d{3}X?|(?:RTX ?)?(?:4090|3090|3080|4080|2080 ?Ti|A5000|A4000))(?![\w])"
+    r"(?<![A-Za-z0-9_])(A100|H100|H800|A800|H200|H20|V100|T4|A10G?|L40S?|L4|A6000|A40|A30|P100|K80|GH200"
+    r"|B200|910B\d?|MI\d{3}X?|(?:RTX ?)?(?:4090|3090|3080|4080|2080 ?Ti|A5000|A4000))"
+    r"(?![A-Za-z0-9_])"
 )
 
 # Most specific first: llamafactory runs trl trainers on deepspeed on transformers.

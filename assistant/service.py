@@ -8,13 +8,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from assistant.answer import Answer, answer_language, compose_answer
+from assistant.changes import changes_for_run, lacks_bf16
 from assistant.logs import analyze
 from assistant.needs import missing_info
 from assistant.redact import redact
 from assistant.reduce import reduce_log
 from assistant.signals import LogSignals
 from assistant.stated import stated_metrics
-from assistant.tailor import tailor_snippets
+from assistant.tailor import fix_words, tailor_snippets
 from assistant.version_talk import working_versions
 from kb.errors import BadInput, ModelUnavailable
 from kb.retrieval import Hit, QueryContext, Retriever
@@ -116,8 +117,22 @@ class Assistant:
         needs = [] if matched_error else missing_info(clean, signals)
         language = answer_language(text)
         snippets = tailor_snippets(hits[0].article, signals) if hits and not abstained else []
-        working = working_versions(clean)
-        composed = compose_answer(hits, abstained, language, needs, snippets, reason, working)
+        composed = compose_answer(
+            hits,
+            abstained,
+            language,
+            needs,
+            snippets,
+            reason,
+            working=working_versions(clean),
+            changes=changes_for_run(
+                snippets,
+                signals.flags,
+                fix_words(hits[0].article) if snippets else set(),
+                signals.hardware,
+            ),
+            gpu_without_bf16=signals.hardware if lacks_bf16(signals.hardware) else None,
+        )
         return Prepared(clean, signals, hits, abstained, needs, language, composed, timings, reason)
 
     def ask(self, text: str, k: int | None = None, use_llm: bool = True) -> AskResult:

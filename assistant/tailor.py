@@ -32,9 +32,9 @@ def tailor_snippets(article: Article, signals: LogSignals) -> list[Snippet]:
             chosen.append(snippet)
         if len(chosen) == MAX_SNIPPETS:
             break
-    fix_words = _fix_words(article)
+    words = fix_words(article)
     return [
-        _adapt(_apply_renames(s, article.renames, signals.versions), signals, fix_words, article)
+        _adapt(_apply_renames(s, article.renames, signals.versions), signals, words, article)
         for s in chosen
     ]
 
@@ -53,7 +53,7 @@ def _fit(snippet: Snippet, signals: LogSignals) -> float:
     return score
 
 
-def _fix_words(article: Article) -> set[str]:
+def fix_words(article: Article) -> set[str]:
     """Argument names the fix itself is about: those keep the article's value, never the user's."""
     text = " ".join([*article.fix, article.cause, *article.zh.get("fix", [])])
     return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]{2,}", text))

@@ -1,0 +1,129 @@
+"""What the fix changes in *this* run: the user's settings beside the values the snippet sets.
+
+"fp16: true -> false, zero_stage: 2 -> 3" says in one line what a 40-line snippet means for the
+config the user already has; only settings read from their own log or config are compared.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from kb.articles import Snippet
+
+_PY_KWARG = re.compile(r"\b([a-z_][a-z0-9_]*)\s*=\s*([^,\n)#]+)")
+_CLI_FLAG = re.compile(r"--([a-z_][a-z0-9_.]*)(?:[ =]+([^\s\\-][^\s\\]*))?")
+# LLaMA-Factory / OmegaConf overrides after the YAML: "llamafactory-cli train x.yaml bf16=true"
+_CLI_OVERRIDE = re.compile(r"(?<![\w=-])([a-z_][a-z0-9_]*)=([^\s\\]+)")
+_YAML_KEY = re.compile(r"^([a-z_][a-z0-9_]*):[ \t]*([^\s#][^\n#]*?)[ \t]*(?:#.*)?$", re.MULTILINE)
+# DeepSpeed JSON paths that the log analyzer reports under a flat name.
+_JSON_PATHS = {
+    ("zero_optimization", "stage"): "zero_stage",
+    ("fp16", "enabled"): "fp16",
+    ("bf16", "enabled"): "bf16",
+}
+MAX_CHANGES = 6
+# GPUs without native bf16 (before Ampere): transformers refuses bf16=True on them.
+NO_BF16_GPUS = ("V100", "T4", "P100", "P40", "K80", "2080Ti")
+_PRECISION_KEYS = ("bf16", "fp16", "pure_bf16", "bf16_full_eval", "fp16_full_eval")
+NOT_SET = "(not set)"
+
+
+@dataclass(frozen=True)
+class Change:
+    key: str
+    yours: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.yours} → {self.fix}"
+
+
+def snippet_settings(snippet: Snippet) -> dict[str, str]:
+    """The settings a snippet assigns, by name: kwargs, CLI flags, YAML keys, DeepSpeed JSON."""
+    code = snippet.code
+    if snippet.language == "json":
+        try:
+            data = json.loads(code)
+        except ValueError:
+            return {}
+        out = {}
+        for (section, key), name in _JSON_PATHS.items():
+            value = data.get(section, {}).get(key) if isinstance(data.get(section), dict) else None
+            if value is not None:
+                out[name] = json.dumps(value).strip('"')
+        return out
+    patterns = {
+        "python": (_PY_KWARG,),
+        "bash": (_CLI_FLAG, _CLI_OVERRIDE),
+        "yaml": (_YAML_KEY,),
+    }.get(snippet.language, ())
+    out = {}
+    for pattern in patterns:
+        for m in pattern.finditer(_without_comments(code)):
+            value = (m.group(2) or "true").strip().strip("'\"")
+            out.setdefault(m.group(1), value)
+    return out
+
+
+def _without_comments(code: str) -> str:
+    # "# fp16: true" in a snippet is an alternative for other hardware, not a setting.
+    return "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("#"))
+
+
+def lacks_bf16(hardware: str | None) -> bool:
+    return hardware in NO_BF16_GPUS
+
+
+def changes_for_run(
+    snippets: list[Snippet],
+    flags: dict[str, str],
+    fix_words: set[str],
+    hardware: str | None = None,
+) -> list[Change]:
+    """Settings of the user's run that the snippets change, in snippet order.
+
+    Settings the user did not show are listed as additions only for names the fix itself is
+    about, and only beside a real change: otherwise kb cannot tell what their run has.
+    """
+    changed: dict[str, Change] = {}
+    added: dict[str, Change] = {}
+    for snippet in snippets:
+        for key, fix_value in snippet_settings(snippet).items():
+            if key in changed or key in added or _unknown(fix_value):
+                continue
+            if lacks_bf16(hardware) and key in _PRECISION_KEYS:
+                continue  # the bf16 half of a precision fix cannot run on this GPU
+            yours = flags.get(key)
+            if yours is None:
+                if key in fix_words:
+                    added[key] = Change(key, NOT_SET, _shown(fix_value))
+            elif not _unknown(yours) and not _same(yours, fix_value):
+                changed[key] = Change(key, _shown(yours), _shown(fix_value))
+    if not changed:
+        return []
+    return [*changed.values(), *added.values()][:MAX_CHANGES]
+
+
+def _unknown(value: str) -> bool:
+    # "auto" defers to the Trainer; a variable or call is not a value to compare.
+    return value.lower() in ("auto", "none", "") or bool(re.search(r"[(\[{$]", value))
+
+
+def _shown(value: str) -> str:
+    low = value.lower()
+    return low if low in ("true", "false") else value
+
+
+def _same(a: str, b: str) -> bool:
+    a, b = a.strip().lower(), b.strip().lower()
+    if a == b:
+        return True
+    truthy = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+    if a in truthy and b in truthy:
+        return truthy[a] == truthy[b]
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
