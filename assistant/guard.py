@@ -85,14 +85,22 @@ def _norm_value(value: str | None) -> str | None:
     return {"1": "true", "0": "false"}.get(v, v)
 
 
+def _strip_comments(code: str) -> str:
+    return "\n".join(re.sub(r"(^|\s)#.*$", "", line) for line in code.splitlines())
+
+
 def contradictions(text: str, article: Article) -> list[str]:
     """Values in `text` that differ from the value the article's snippets give the same name."""
-    expected: dict[str, str] = {}
+    seen: dict[str, set[str]] = {}
     for snippet in article.snippets:
-        for use in name_uses(snippet.code):
+        # Comments name the old value ("bf16=True  # instead of fp16=True"): not what the case sets.
+        for use in name_uses(_strip_comments(snippet.code)):
             value = _norm_value(use.value)
             if value in ("true", "false"):
-                expected.setdefault(use.name, value)
+                seen.setdefault(use.name, set()).add(value)
+    # A name the snippets set both ways (fp16=False on Ampere, fp16=True on a V100) has no one
+    # right value to hold the model to.
+    expected = {name: values.pop() for name, values in seen.items() if len(values) == 1}
     problems = []
     for use in name_uses(text):
         value = _norm_value(use.value)
@@ -102,7 +110,9 @@ def contradictions(text: str, article: Article) -> list[str]:
     # A bare "enable X" / "use X" for a precision the case turns off.
     for name, want in expected.items():
         if want == "false" and re.search(
-            rf"\b(enable|use|set)\s+`?{re.escape(name)}\b", text, re.I
+            rf"\b(enable|use|set)\s+`?{re.escape(name)}\b(?!`?\s*[=:]\s*[`'\"]?(?:false|0|no)\b)",
+            text,
+            re.I,
         ):
             problems.append(f"suggests enabling {name}, which the case turns off")
     return sorted(set(problems))

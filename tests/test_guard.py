@@ -62,3 +62,31 @@ def test_repetition_and_trimming():
     assert not repetitive("Set bf16=True. It keeps the fp16 range problem away.")
     assert trim_to_sentence("Use bf16. This can be") == "Use bf16."
     assert trim_to_sentence("改用 bf16。然后") == "改用 bf16。"
+
+
+def test_a_value_named_in_a_snippet_comment_or_set_both_ways_is_not_held_against_the_model():
+    from dataclasses import replace
+
+    from kb.articles import Snippet
+
+    article = parse_article(FIXTURES / "fixture-fp16-overflow.md")
+    commented = replace(
+        article,
+        snippets=[
+            Snippet(
+                "python",
+                "transformers",
+                "args = TrainingArguments(\n"
+                "    bf16=True,  # instead of fp16=True\n"
+                "    fp16=False,\n"
+                ")",
+            ),
+        ],
+    )
+    assert contradictions("Set fp16=False and bf16=True.", commented) == []
+    assert contradictions("Set fp16=True.", commented) != []
+    both_ways = replace(
+        commented,
+        snippets=[*commented.snippets, Snippet("bash", "hf-trainer-cli", "# V100\n--fp16 True")],
+    )
+    assert contradictions("On a V100 keep fp16=True.", both_ways) == []
