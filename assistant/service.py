@@ -200,13 +200,17 @@ def hinted_modes(signals: LogSignals) -> tuple[str, ...]:
 def _abstain(text: str, hits: list[Hit], threshold: float) -> tuple[bool, str]:
     """Abstain when nothing is close enough, or the report is not about training at all.
 
-    A matched error signature always wins: that exact string is a known case.
+    A matched error signature wins unless nothing in the report is about training.
     """
     if not hits:
         return True, "no article shares anything with this report"
-    if hits[0].signatures:
-        return False, ""
     scope = assess(text)
+    if hits[0].signatures:
+        # An inference demo or an app can raise the same error string as a training run; with
+        # not one word about training, the report is still not a training failure.
+        if scope.using_only:
+            return True, scope.reason
+        return False, ""
     if scope.out_of_scope:
         return True, scope.reason
     if hits[0].confidence < threshold:

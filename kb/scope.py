@@ -39,7 +39,8 @@ _SERVING = re.compile(
 # Using a model (inference, an app calling it): out of scope only when nothing mentions training,
 # since "微调后推理效果差" (worse after fine-tuning) is a training report.
 _USING = re.compile(
-    _L + r"(inference|infer|predict(?:ion)?s?|generate|api|get_response)" + _R + r"|推理|调用|接口",
+    _L + r"(inference|infer|predict(?:ion)?s?|generate|api|get_response|"
+    r"(?:web_|cli_)?demo(?:\.py)?|streamlit)" + _R + r"|推理|调用|接口",
     re.IGNORECASE,
 )
 # Vision/diffusion models: LoRA and "fine-tune" are used there too, but kb knows LLM training.
@@ -70,6 +71,15 @@ class Scope:
     feature_request: bool
     non_llm: bool = False  # about a vision/diffusion model, with nothing about an LLM
     using_cues: int = 0  # inference / calling a model
+
+    @property
+    def using_only(self) -> bool:
+        """Out of scope as "using a model": inference or an app, and no word about training.
+
+        "部署 swift 环境" (setting up an environment) also counts as serving talk, so only this
+        rule is strong enough to overrule a matched error string (a demo crashes like a trainer).
+        """
+        return self.reason.startswith("it is about using a model")
 
     @property
     def out_of_scope(self) -> bool:

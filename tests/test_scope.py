@@ -38,3 +38,32 @@ def test_training_reports_stay_in_scope(text):
     scope = assess(text)
     assert not scope.out_of_scope, scope
     assert scope.training_cues >= 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "streamlit run web_demo.py 报错 ValueError: Tokenizer class X does not exist",
+        "python cli_demo.py\nRuntimeError: CUDA error: device-side assert triggered",
+    ],
+)
+def test_a_demo_script_is_using_a_model(text):
+    scope = assess(text)
+    assert scope.using_only and scope.training_cues == 0
+
+
+def test_setting_up_an_environment_is_not_using_a_model():
+    # "部署" reads as serving talk; that rule must not overrule a matched error string.
+    assert not assess("离线环境部署swift后报错 swift: command not found").using_only
+
+
+def test_a_demo_crash_abstains_even_when_its_error_string_is_a_known_training_case(real_assistant):
+    error = (
+        "../aten/src/ATen/native/cuda/Indexing.cu:1146: indexSelectLargeIndex: block: [52,0,0] "
+        "Assertion `srcIndex < srcSelectDimSize` failed.\n"
+        "RuntimeError: CUDA error: device-side assert triggered"
+    )
+    demo = real_assistant.prepare("python web_demo.py 推理的时候报错\n" + error)
+    assert demo.abstained and demo.hits and demo.hits[0].signatures
+    training = real_assistant.prepare("LoRA 微调训练时报错\n" + error)
+    assert not training.abstained
