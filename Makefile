@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.kb-installed
 
-.PHONY: run test setup index browser lint bench clean
+.PHONY: run test setup index browser lint bench llamacpp clean
 
 run: index
 	$(BIN)/python app.py
@@ -46,6 +46,11 @@ lint: setup
 
 bench: setup
 	$(BIN)/kb bench
+
+# Optional faster local LLM backend (picked automatically once installed). An sdist: about ten
+# minutes of compiling on 2 cores; GGML_NATIVE=OFF keeps the build portable across CPUs.
+llamacpp: setup
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install -e '.[llamacpp]'
 
 clean:
 	rm -rf .kb $(VENV)

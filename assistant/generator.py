@@ -161,7 +161,7 @@ class TransformersGenerator:
                         **inputs,
                         max_new_tokens=max_new_tokens,
                         do_sample=False,
-                        repetition_penalty=1.1,
+                        repetition_penalty=1.0,
                         streamer=streamer,
                         stopping_criteria=StoppingCriteriaList([Deadline()]),
                         pad_token_id=self.tokenizer.eos_token_id,
@@ -197,21 +197,31 @@ class LlamaCppGenerator:
         self._llm = Llama(
             model_path=str(gguf), n_ctx=2048, n_threads=os.cpu_count() or 1, verbose=False
         )
+        # One llama.cpp context is not safe to use from two threads at once: two web requests
+        # generating together killed the process (a segfault; the browser tests caught it). One at
+        # a time.
+        self._busy = threading.Lock()
 
     def stream(self, messages, prefill, max_new_tokens, stop, deadline) -> Iterator[str]:
         # llama.cpp's chat handler does not take a prefill, so the prefill goes in the prompt.
         template = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
         prompt = template + "<|im_start|>assistant\n" + prefill
-        for chunk in self._llm(
-            prompt,
-            max_tokens=max_new_tokens,
-            stop=stop + ["<|im_end|>"],
-            stream=True,
-            temperature=0.0,
-        ):
-            yield chunk["choices"][0]["text"]
-            if time.monotonic() > deadline:
-                break
+        if not self._busy.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise GenerationFailed("the local model is busy with another answer")
+        try:
+            for chunk in self._llm(
+                prompt,
+                max_tokens=max_new_tokens,
+                stop=stop + ["<|im_end|>"],
+                stream=True,
+                temperature=0.0,
+                repeat_penalty=1.0,
+            ):
+                yield chunk["choices"][0]["text"]
+                if time.monotonic() > deadline:
+                    break
+        finally:
+            self._busy.release()
 
 
 class OpenAICompatibleGenerator:

@@ -147,3 +147,26 @@ def test_model_that_cannot_load_keeps_composed_answer(tiny_settings, tmp_path):
     assert result.answer.llm_text == ""
     assert "unavailable" in result.answer.llm_note
     assert "bf16" in result.answer.text
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    _NO_LLAMA_CPP, reason="llama-cpp-python not installed (pip install '.[llamacpp]')"
+)
+def test_llama_cpp_serves_two_requests_at_once_one_after_the_other():
+    # One llama.cpp context used from two threads at once segfaulted the web app.
+    from assistant.generator import LlamaCppGenerator, bundled_gguf_path
+
+    generator = LlamaCppGenerator(bundled_gguf_path())
+    messages = [{"role": "user", "content": "Known case: fp16 overflow. Say the cause."}]
+    outputs: list[str] = []
+
+    def ask() -> None:
+        outputs.append("".join(generator.stream(messages, "Cause:", 12, [], time.monotonic() + 60)))
+
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=90)
+    assert len(outputs) == 2 and all(o.strip() for o in outputs)
