@@ -10,13 +10,9 @@ import json
 import re
 from dataclasses import dataclass
 
+from assistant.guard import name_uses, strip_comments
 from kb.articles import Snippet
 
-_PY_KWARG = re.compile(r"\b([a-z_][a-z0-9_]*)\s*=\s*([^,\n)#]+)")
-_CLI_FLAG = re.compile(r"--([a-z_][a-z0-9_.]*)(?:[ =]+([^\s\\-][^\s\\]*))?")
-# LLaMA-Factory / OmegaConf overrides after the YAML: "llamafactory-cli train x.yaml bf16=true"
-_CLI_OVERRIDE = re.compile(r"(?<![\w=-])([a-z_][a-z0-9_]*)=([^\s\\]+)")
-_YAML_KEY = re.compile(r"^([a-z_][a-z0-9_]*):[ \t]*([^\s#][^\n#]*?)[ \t]*(?:#.*)?$", re.MULTILINE)
 # DeepSpeed JSON paths that the log analyzer reports under a flat name.
 _JSON_PATHS = {
     ("zero_optimization", "stage"): "zero_stage",
@@ -54,22 +50,17 @@ def snippet_settings(snippet: Snippet) -> dict[str, str]:
             if value is not None:
                 out[name] = json.dumps(value).strip('"')
         return out
-    patterns = {
-        "python": (_PY_KWARG,),
-        "bash": (_CLI_FLAG, _CLI_OVERRIDE),
-        "yaml": (_YAML_KEY,),
-    }.get(snippet.language, ())
+    if snippet.language not in ("python", "bash", "yaml"):
+        return {}
+    # The guard's reader of `name=value`, `name: value` and `--flag value` (also LLaMA-Factory's
+    # `bf16=true` overrides after the YAML), on the code without its comments.
     out = {}
-    for pattern in patterns:
-        for m in pattern.finditer(_without_comments(code)):
-            value = (m.group(2) or "true").strip().strip("'\"")
-            out.setdefault(m.group(1), value)
+    for use in name_uses(strip_comments(code)):
+        value = use.value
+        if value is None or value.startswith(("-", "\\")):
+            value = "true"  # a bare flag: "--fp16", "--fp16 --bf16", "--fp16 \\"
+        out.setdefault(use.name, value.strip("'\""))
     return out
-
-
-def _without_comments(code: str) -> str:
-    # "# fp16: true" in a snippet is an alternative for other hardware, not a setting.
-    return "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("#"))
 
 
 def lacks_bf16(hardware: str | None) -> bool:

@@ -85,7 +85,8 @@ def _norm_value(value: str | None) -> str | None:
     return {"1": "true", "0": "false"}.get(v, v)
 
 
-def _strip_comments(code: str) -> str:
+def strip_comments(code: str) -> str:
+    """Code without its `#` comments (Python, YAML and shell snippets)."""
     return "\n".join(re.sub(r"(^|\s)#.*$", "", line) for line in code.splitlines())
 
 
@@ -94,7 +95,7 @@ def contradictions(text: str, article: Article) -> list[str]:
     seen: dict[str, set[str]] = {}
     for snippet in article.snippets:
         # Comments name the old value ("bf16=True  # instead of fp16=True"): not what the case sets.
-        for use in name_uses(_strip_comments(snippet.code)):
+        for use in name_uses(strip_comments(snippet.code)):
             value = _norm_value(use.value)
             if value in ("true", "false"):
                 seen.setdefault(use.name, set()).add(value)

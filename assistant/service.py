@@ -124,7 +124,7 @@ class Assistant:
             needs,
             snippets,
             reason,
-            working=working_versions(clean),
+            working=working_versions(clean) if not abstained else [],
             changes=changes_for_run(
                 snippets,
                 signals.flags,

@@ -64,6 +64,9 @@ _FEATURE_REQUEST = re.compile(
 )
 
 
+USING_REASON = "it is about using a model (inference or an app), not a failed training run"
+
+
 @dataclass(frozen=True)
 class Scope:
     training_cues: int
@@ -79,7 +82,7 @@ class Scope:
         "部署 swift 环境" (setting up an environment) also counts as serving talk, so only this
         rule is strong enough to overrule a matched error string (a demo crashes like a trainer).
         """
-        return self.reason.startswith("it is about using a model")
+        return self.reason == USING_REASON
 
     @property
     def out_of_scope(self) -> bool:
@@ -96,7 +99,7 @@ class Scope:
         if self.serving_cues > 0 and self.serving_cues >= self.training_cues:
             return "it is about serving or deploying a model, not a failed training run"
         if self.using_cues and self.training_cues == 0:
-            return "it is about using a model (inference or an app), not a failed training run"
+            return USING_REASON
         return ""
 
 
