@@ -26,11 +26,15 @@ _DOTTED = re.compile(r"(?<!\w)([A-Za-z_]\w{0,60}(?: [a-z]+){0,3}) \.{3,}\s*(\S[^
 _JSON_SCALAR = re.compile(
     r'^[ \t]*"([a-z_][a-z0-9_]{0,60})"[ \t]*:[ \t]*("?[^\n",{}\[\]]{1,100}"?),?[ \t]*$', re.M
 )
-# Matched against lower-cased text: a literal "zero" prefix keeps the scan fast.
+# Matched against lower-cased text: a literal "zero" or "ds_z" prefix keeps the scan fast. Digit
+# edges are ASCII: "zero stage2示例配置" has no \b after the 2 (CJK characters are word characters).
 _ZERO = re.compile(
     r'zero(?:_optimization"\s*:\s*\{[^{}]{0,2000}?"stage"\s*:\s*"?(\d)'
-    r"|[_ ](?:optimization[_ ])?stage[\s:=.]*(\d)\b|[- ]?(?:stage[- ]?)?(\d)\b"
+    r"|[_ ](?:optimization[_ ])?stage[\s:=.]*(\d)(?![0-9a-z])"
+    r"|[- ]?(?:stage[- ]?)?(\d)(?![0-9a-z])"
     r"|(\d)(?:\.json|_offload))"
+    # LLaMA-Factory's example configs: examples/deepspeed/ds_z3_offload_config.json
+    r"|ds_z(\d)_"
 )
 _DS_PREC = re.compile(r'"(fp16|bf16|bfloat16)"\s*:\s*\{[^{}]{0,1000}?"enabled"\s*:\s*"?(\w+)')
 _JSON_KEYS = {
@@ -335,7 +339,8 @@ def extract_flags(text: str) -> dict[str, str]:
         for name, enabled in _DS_PREC.findall(text):
             if enabled.lower() != "auto":
                 flags["bf16" if name.startswith("b") else "fp16"] = enabled.lower()
-    m = _ZERO.search(text.lower()) if "zero" in text or "ZeRO" in text else None
+    low = text.lower()
+    m = _ZERO.search(low) if "zero" in low or "ds_z" in low else None
     if m:
         flags["zero_stage"] = next(g for g in m.groups() if g)
     flags.update(parse_command_flags(text))

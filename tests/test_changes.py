@@ -57,3 +57,10 @@ def test_chinese_oom_report_on_v100_gets_its_changes_and_no_bf16(real_assistant)
     changes_part = text.split("你的配置需要改的地方")[1].split("###")[0]
     assert "bf16" not in changes_part
     assert "你的显卡（V100）不支持 bf16" in text
+
+
+def test_zero_stage_is_read_from_chinese_prose_and_llamafactory_config_names():
+    assert analyze("使用的是readme中的deepspeed zero stage2示例配置").flags["zero_stage"] == "2"
+    lf = "deepspeed: examples/deepspeed/ds_z3_offload_config.json"
+    assert analyze(lf).flags["zero_stage"] == "3"
+    assert "zero_stage" not in analyze("zero12 retries").flags
