@@ -27,7 +27,7 @@ class SignatureMatcher:
             for sig in article.error_signatures:
                 if sig.startswith("re:"):
                     try:
-                        self._regex.append((article.id, sig, re.compile(sig[3:], re.IGNORECASE)))
+                        self._regex.append((article.id, sig, compile_signature(sig[3:])))
                     except re.error:
                         continue  # `kb validate` reports it; retrieval must not crash on it
                 else:
@@ -44,7 +44,89 @@ class SignatureMatcher:
             if needle in norm:
                 found[(article_id, sig)] = SignatureMatch(article_id, sig, float(len(needle)))
         for article_id, sig, pattern in self._regex:
-            m = pattern.search(text)
-            if m:
-                found[(article_id, sig)] = SignatureMatch(article_id, sig, float(len(m.group(0))))
+            span = pattern.span_in(text)
+            if span:
+                found[(article_id, sig)] = SignatureMatch(article_id, sig, float(span[1] - span[0]))
         return sorted(found.values(), key=lambda s: -s.strength)
+
+
+# "A[\s\S]*B" ("this frame, then later that error") makes the regex engine retry from every A to
+# the end of the text: a paste repeating A 10,000 times took 72 s. Such a pattern is split at its
+# top-level gaps and its pieces are searched one after another, which is linear and finds a match
+# exactly when the whole pattern does.
+_GAP = re.compile(r"\[\\s\\S\][*+]\??")
+
+
+class _Chain:
+    def __init__(self, pieces: list[re.Pattern[str]], min_gaps: list[int]):
+        self.pieces = pieces
+        self.min_gaps = min_gaps  # before each piece after the first: 0 for "*", 1 for "+"
+
+    def span_in(self, text: str) -> tuple[int, int] | None:
+        """Start of the first piece to the end of the last, pieces in order; None if absent."""
+        first = self.pieces[0].search(text)
+        if not first:
+            return None
+        pos = first.end()
+        for piece, gap in zip(self.pieces[1:], self.min_gaps, strict=True):
+            m = piece.search(text, pos + gap)
+            if not m:
+                return None
+            pos = m.end()
+        return first.start(), pos
+
+
+class _Single:
+    def __init__(self, pattern: re.Pattern[str]):
+        self.pattern = pattern
+
+    def span_in(self, text: str) -> tuple[int, int] | None:
+        m = self.pattern.search(text)
+        return m.span() if m else None
+
+
+def compile_signature(source: str) -> _Chain | _Single:
+    """A signature regex as a matcher; raises re.error for an invalid pattern."""
+    whole = re.compile(source, re.IGNORECASE)
+    pieces, gaps = _split_top_level_gaps(source)
+    if len(pieces) < 2 or not all(pieces):
+        return _Single(whole)
+    flags = re.match(r"\(\?[aiLmsux]+\)", source)  # "(?s)" up front holds for every piece
+    if flags:
+        pieces = [pieces[0], *(flags.group(0) + p for p in pieces[1:])]
+    try:
+        return _Chain([re.compile(p, re.IGNORECASE) for p in pieces], gaps)
+    except re.error:
+        return _Single(whole)  # a piece that does not stand alone (a backreference ...)
+
+
+def _split_top_level_gaps(source: str) -> tuple[list[str], list[int]]:
+    """Split at "[\\s\\S]*" / "+" (lazy or not) outside any group and any alternation."""
+    depth, cuts, i = 0, [], 0
+    while i < len(source):
+        ch = source[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            return [source], []  # "A[\\s\\S]*B|C": the gap is not between all of it
+        elif ch == "[":
+            m = _GAP.match(source, i)
+            if m and depth == 0:
+                cuts.append((i, m.end(), 1 if "+" in m.group(0) else 0))
+                i = m.end()
+                continue
+            i += 1  # skip the character class: "(" or "|" inside it is a plain character
+            while i < len(source) and source[i] != "]":
+                i += 2 if source[i] == "\\" else 1
+        i += 1
+    pieces, last = [], 0
+    for begin, end, _ in cuts:
+        pieces.append(source[last:begin])
+        last = end
+    pieces.append(source[last:])
+    return pieces, [gap for *_, gap in cuts]
