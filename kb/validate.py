@@ -15,6 +15,7 @@ import yaml
 from kb.articles import SECTION_NAMES, Article, Snippet, article_paths, parse_article
 from kb.errors import ArticleError
 from kb.namelists import LAUNCHER_FLAGS, PY_CLASSES, LibraryMissing, class_params, target_names
+from kb.oneliners import one_liner_problem, one_liners
 from kb.text import has_cjk
 
 TAXONOMY_FILE = Path(__file__).resolve().parent / "taxonomy.txt"
@@ -137,6 +138,19 @@ def validate_article(article: Article, modes: set[str]) -> list[Problem]:
     for section in SECTION_NAMES:
         if not article.sections.get(section, "").strip():
             err(f"## {section}", "body section missing or empty")
+    texts = {
+        "fix": "\n".join(article.fix),
+        "confirm": "\n".join(article.confirm),
+        "zh.fix": "\n".join(article.zh.get("fix") or []),
+        # Markdown prose wraps lines inside inline code: a soft break there is a space.
+        **{f"## {name}": " ".join(body.split("\n")) for name, body in article.sections.items()},
+        **{f"snippets[{i}]": s.code for i, s in enumerate(article.snippets)},
+    }
+    for where, text in texts.items():
+        for code in one_liners(text):
+            problem = one_liner_problem(code)
+            if problem:
+                err(where, f"python -c one-liner {problem}: {code[:80]!r}")
     allowed_old = {r.old for r in article.renames}
     for i, snippet in enumerate(article.snippets):
         for message in check_snippet(snippet, allowed_old):

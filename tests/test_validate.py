@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from kb.articles import Snippet
+from kb.oneliners import one_liner_problem, one_liners
 from kb.validate import check_snippet, taxonomy_ids, validate_corpus
 
 SHARED_TAXONOMY = Path(__file__).resolve().parents[2] / "shared" / "taxonomy.md"
@@ -55,6 +56,11 @@ def _break(tiny_articles: Path, old: str, new: str) -> list[str]:
         ),
         ('  title: "fp16 训练 loss 变成 nan"\n', "", "zh.title"),
         (TITLE_LINE + "\n", "title: null\n", "title"),  # null is missing, not the text "None"
+        (
+            '  - "the first nan appears right after a grad_norm spike"',
+            '  - "python -c \\"print(args.fp16)\\" prints True"',
+            "confirm: python -c one-liner uses args without defining",
+        ),
     ],
 )
 def test_each_error_is_reported_with_file_and_field(tiny_articles, old, new, expected):
@@ -117,3 +123,30 @@ def test_old_names_allowed_only_for_old_version_snippets():
     assert check_snippet(Snippet("python", "transformers", code), {"evaluation_strategy"}) != []
     old = Snippet("python", "transformers", code, valid_for="transformers<4.41")
     assert check_snippet(old, {"evaluation_strategy"}) == []
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ('python -c "import torch; print(torch.__version__)"', None),
+        # `import a.b as m` binds m only: the version print raised NameError for the user.
+        (
+            'python -c "import transformers.models.llama as m; print(transformers.__version__)"',
+            "uses transformers without",
+        ),
+        ("python3 -c 'import json,sys; [print(k) for k in json.load(sys.stdin)]' < f.json", None),
+        ('python -c "from trl import SFTConfig as C; f = lambda x: x; print(f(C))"', None),
+        ('python -c "print(trainer.args)"', "uses trainer without"),
+        ('python -c "import flash_attn;"  # 训练前先检查', None),
+        ('python -c "import torch; print(torch.cuda.is_available()"', "does not parse"),
+    ],
+)
+def test_python_c_one_liners_must_run_in_a_fresh_shell(text, problem):
+    [code] = one_liners(text)
+    found = one_liner_problem(code)
+    assert (found is None) if problem is None else (problem in found)
+
+
+def test_escaped_quotes_inside_a_yaml_string_are_one_one_liner():
+    assert one_liners('run python -c \\"import torch\\" then') == []  # shown escaped, no match
+    assert one_liners('python -c "print(\\"a\\")"') == ['print("a")']
