@@ -52,9 +52,11 @@ class SignatureMatcher:
 
 # "A[\s\S]*B" ("this frame, then later that error") makes the regex engine retry from every A to
 # the end of the text: a paste repeating A 10,000 times took 72 s. Such a pattern is split at its
-# top-level gaps and its pieces are searched one after another, which is linear and finds a match
-# exactly when the whole pattern does.
+# top-level gaps and its pieces are searched one after another, which is linear. It finds what the
+# whole pattern finds as long as each piece before a gap ends in fixed text (a literal or a group
+# of alternatives); a piece ending in a quantifier could have matched shorter, so it is not split.
 _GAP = re.compile(r"\[\\s\\S\][*+]\??")
+_VARIABLE_END = re.compile(r"(?:[*+?}\]]|\\[wWsSdDbB])$")
 
 
 class _Chain:
@@ -89,7 +91,7 @@ def compile_signature(source: str) -> _Chain | _Single:
     """A signature regex as a matcher; raises re.error for an invalid pattern."""
     whole = re.compile(source, re.IGNORECASE)
     pieces, gaps = _split_top_level_gaps(source)
-    if len(pieces) < 2 or not all(pieces):
+    if len(pieces) < 2 or not all(pieces) or any(_VARIABLE_END.search(p) for p in pieces[:-1]):
         return _Single(whole)
     flags = re.match(r"\(\?[aiLmsux]+\)", source)  # "(?s)" up front holds for every piece
     if flags:

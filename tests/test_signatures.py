@@ -25,7 +25,13 @@ TEXTS += [
 
 def test_gapped_patterns_are_split_and_others_are_not():
     assert isinstance(compile_signature(r"(dpo|kto)_trainer\.py[\s\S]*(OutOfMemoryError)"), _Chain)
-    for whole in (r"a[\s\S]*b|c", r"(a[\s\S]*b)", r"plain error text", r"a[^\s\S]*b"):
+    for whole in (
+        r"a[\s\S]*b|c",
+        r"(a[\s\S]*b)",
+        r"plain error text",
+        r"a[^\s\S]*b",
+        r"a\w*[\s\S]*bc",  # "abc": a\w* must give back "bc", which a chain could not
+    ):
         assert not isinstance(compile_signature(whole), _Chain)
 
 
