@@ -53,10 +53,10 @@ class SignatureMatcher:
 # "A[\s\S]*B" ("this frame, then later that error") makes the regex engine retry from every A to
 # the end of the text: a paste repeating A 10,000 times took 72 s. Such a pattern is split at its
 # top-level gaps and its pieces are searched one after another, which is linear. It finds what the
-# whole pattern finds as long as each piece before a gap ends in fixed text (a literal or a group
-# of alternatives); a piece ending in a quantifier could have matched shorter, so it is not split.
+# whole pattern finds as long as each piece before a gap ends in one character, a literal or a
+# group of alternatives; a piece ending in a quantifier could match shorter, so it stays whole.
 _GAP = re.compile(r"\[\\s\\S\][*+]\??")
-_VARIABLE_END = re.compile(r"(?:[*+?}\]]|\\[wWsSdDbB])$")
+_VARIABLE_END = re.compile(r"(?<!\\)[*+?}]$")  # a quantifier; "\s" or "[ab]" is one character
 
 
 class _Chain:
