@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from assistant.changes import Change
+from assistant.changes import Change, bf16_in_fix, enables_bf16
 from assistant.version_talk import WorkingVersion
 from kb.articles import Snippet
 from kb.retrieval import Hit
@@ -40,6 +40,10 @@ HEADINGS = {
             "Your GPU ({gpu}) has no bf16: skip the bf16 parts of this fix and use the steps for "
             "GPUs without bf16 (fp32, or fp16 with the fp16-specific settings)."
         ),
+        "no_bf16_snippets": (
+            "This case's snippets that turn bf16 on are left out, since they would not run on "
+            "your GPU."
+        ),
         "pin": (
             "Your report says these versions worked: pin them to train again now, and apply the "
             "fix above when you can:"
@@ -68,6 +72,9 @@ HEADINGS = {
         "no_bf16": (
             "你的显卡（{gpu}）不支持 bf16：跳过修复中与 bf16 有关的部分，"
             "按不支持 bf16 的显卡的做法（fp32，或 fp16 配合相应设置）。"
+        ),
+        "no_bf16_snippets": (
+            "这个案例里开启 bf16 的代码片段没有列出来，因为在你的显卡上跑不了。"
         ),
         "pin": (
             "你的描述里这些版本可以正常训练：可以先固定这些版本恢复训练，之后再按上面的方法解决："
@@ -194,9 +201,11 @@ def compose_answer(
     lines.append(f"### {h['fix']}")
     fix_steps = article.zh.get("fix") if language == "zh" and article.zh.get("fix") else article.fix
     lines.extend(f"{i}. {step}" for i, step in enumerate(fix_steps, 1))
-    if gpu_without_bf16 and "bf16" in " ".join(article.fix).lower():
+    if gpu_without_bf16 and bf16_in_fix(article):
         lines.append("")
         lines.append(h["no_bf16"].format(gpu=gpu_without_bf16))
+        if any(enables_bf16(s) for s in article.snippets):
+            lines.append(h["no_bf16_snippets"])
     if working:
         lines.append("")
         lines.append(h["pin"])
@@ -208,7 +217,7 @@ def compose_answer(
     if changes:
         lines.append("")
         lines.append(f"### {h['changes']}")
-        lines.extend(f"- `{c}`" for c in changes)
+        lines.extend(f"- `{c.text(language)}`" for c in changes)
     chosen = snippets if snippets is not None else article.snippets[:1]
     for snippet in chosen:
         lines.append("")

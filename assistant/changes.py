@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from assistant.guard import name_uses, strip_comments
-from kb.articles import Snippet
+from kb.articles import Article, Snippet
 
 # DeepSpeed JSON paths that the log analyzer reports under a flat name.
 _JSON_PATHS = {
@@ -23,17 +23,22 @@ MAX_CHANGES = 6
 # GPUs without native bf16 (before Ampere): transformers refuses bf16=True on them.
 NO_BF16_GPUS = ("V100", "T4", "P100", "P40", "K80", "2080Ti")
 _PRECISION_KEYS = ("bf16", "fp16", "pure_bf16", "bf16_full_eval", "fp16_full_eval")
-NOT_SET = "(not set)"
+NOT_SET = {"en": "(not set)", "zh": "（未设置）"}
+_BF16_ON_KEYS = ("bf16", "pure_bf16", "bf16_full_eval")
 
 
 @dataclass(frozen=True)
 class Change:
     key: str
-    yours: str
+    yours: str | None  # None: the user's run does not show this setting
     fix: str
 
     def __str__(self) -> str:
-        return f"{self.key}: {self.yours} → {self.fix}"
+        return self.text("en")
+
+    def text(self, language: str) -> str:
+        yours = NOT_SET.get(language, NOT_SET["en"]) if self.yours is None else self.yours
+        return f"{self.key}: {yours} → {self.fix}"
 
 
 def snippet_settings(snippet: Snippet) -> dict[str, str]:
@@ -67,6 +72,24 @@ def lacks_bf16(hardware: str | None) -> bool:
     return hardware in NO_BF16_GPUS
 
 
+def bf16_in_fix(article: Article) -> bool:
+    """The fix itself is about bf16 (switch to it, or what to do without it)."""
+    return "bf16" in " ".join(article.fix).lower()
+
+
+def enables_bf16(snippet: Snippet) -> bool:
+    """True when following the snippet puts bf16 on the GPU (a flag, a key, a bfloat16 dtype).
+
+    "bf16=True  # not fp16" and `"bf16": {"enabled": true}` do; "fp16: true  # no bf16 here"
+    does not (comments are not read).
+    """
+    settings = snippet_settings(snippet)
+    if any(_same(settings.get(key, "false"), "true") for key in _BF16_ON_KEYS):
+        return True
+    code = snippet.code if snippet.language == "json" else strip_comments(snippet.code)
+    return "bfloat16" in code
+
+
 def changes_for_run(
     snippets: list[Snippet],
     flags: dict[str, str],
@@ -89,7 +112,7 @@ def changes_for_run(
             yours = flags.get(key)
             if yours is None:
                 if key in fix_words:
-                    added[key] = Change(key, NOT_SET, _shown(fix_value))
+                    added[key] = Change(key, None, _shown(fix_value))
             elif not _unknown(yours) and not _same(yours, fix_value):
                 changed[key] = Change(key, _shown(yours), _shown(fix_value))
     if not changed:

@@ -95,19 +95,7 @@ class Assistant:
         clean = redact(text)
         signals = analyze(clean)
         timings["analyze"] = (time.perf_counter() - t0) * 1000
-        query = reduce_log(clean, signals, max_chars=RETRIEVAL_CHARS)
-        context = (
-            QueryContext(
-                phrases=tuple(signals.evidence_phrases()),
-                anomalies=tuple(a.detail.rstrip(".") for a in signals.anomalies),
-                stated=tuple(stated_metrics(clean, logged=signals.metrics)),
-                stage=signals.stage,
-                framework=signals.framework,
-                hinted_modes=hinted_modes(signals),
-            )
-            if use_signals
-            else QueryContext()
-        )
+        query, context = retrieval_input(clean, signals, use_signals)
         t1 = time.perf_counter()
         hits = self.retriever.search(query, k or self.settings.top_k, context)
         timings["retrieve"] = (time.perf_counter() - t1) * 1000
@@ -186,6 +174,23 @@ def _result(prepared: Prepared, answer: Answer) -> AskResult:
         needs=prepared.needs,
         timings_ms=prepared.timings_ms,
         abstain_reason=prepared.abstain_reason,
+    )
+
+
+def retrieval_input(
+    clean: str, signals: LogSignals, use_signals: bool = True
+) -> tuple[str, QueryContext]:
+    """The text the retriever reads (the log reduced to what tells) and what the analyzer saw."""
+    query = reduce_log(clean, signals, max_chars=RETRIEVAL_CHARS)
+    if not use_signals:
+        return query, QueryContext()
+    return query, QueryContext(
+        phrases=tuple(signals.evidence_phrases()),
+        anomalies=tuple(a.detail.rstrip(".") for a in signals.anomalies),
+        stated=tuple(stated_metrics(clean, logged=signals.metrics)),
+        stage=signals.stage,
+        framework=signals.framework,
+        hinted_modes=hinted_modes(signals),
     )
 
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from packaging.version import InvalidVersion, Version
 
+from assistant.changes import bf16_in_fix, enables_bf16, lacks_bf16
 from assistant.signals import LogSignals
 from kb.articles import Article, Rename, Snippet
 
@@ -24,8 +25,17 @@ MAX_SNIPPETS = 2
 
 
 def tailor_snippets(article: Article, signals: LogSignals) -> list[Snippet]:
-    """The article's snippets that fit this run best, with the user's own values kept."""
-    ranked = sorted(article.snippets, key=lambda s: -_fit(s, signals))
+    """The article's snippets that fit this run best, with the user's own values kept.
+
+    On a GPU without bf16, pasting a snippet that turns bf16 on fails at start-up ("Bf16 ...
+    only supported on Ampere") or trains in emulated bf16. When the fix is about precision such
+    a snippet is not offered at all; when bf16 is only incidental to it (a loading line), it is
+    offered with a note to keep the run's own precision.
+    """
+    no_bf16 = lacks_bf16(signals.hardware)
+    precision_fix = no_bf16 and bf16_in_fix(article)
+    offered = [s for s in article.snippets if not (precision_fix and enables_bf16(s))]
+    ranked = sorted(offered, key=lambda s: -_fit(s, signals))
     chosen: list[Snippet] = []
     for snippet in ranked:
         if all(snippet.target != c.target or snippet.language != c.language for c in chosen):
@@ -33,10 +43,15 @@ def tailor_snippets(article: Article, signals: LogSignals) -> list[Snippet]:
         if len(chosen) == MAX_SNIPPETS:
             break
     words = fix_words(article)
-    return [
-        _adapt(_apply_renames(s, article.renames, signals.versions), signals, words, article)
-        for s in chosen
-    ]
+    adapted = []
+    for snippet in chosen:
+        renamed = _apply_renames(snippet, article.renames, signals.versions)
+        out = _adapt(renamed, signals, words, article)
+        if no_bf16 and enables_bf16(snippet):
+            note = f"your {signals.hardware} has no bf16: keep your run's own precision there"
+            out = _with_note(out, [note])
+        adapted.append(out)
+    return adapted
 
 
 def _fit(snippet: Snippet, signals: LogSignals) -> float:

@@ -146,8 +146,22 @@ class Retriever:
         return list(best), best
 
     # --- fused --------------------------------------------------------------------------
-    def search(self, text: str, k: int = 5, context: QueryContext | None = None) -> list[Hit]:
+    def search(
+        self,
+        text: str,
+        k: int = 5,
+        context: QueryContext | None = None,
+        weights: dict[str, float] | None = None,
+    ) -> list[Hit]:
         context = context or QueryContext()
+        return self.rank(self.candidates(text, context), k, context, weights)
+
+    def candidates(self, text: str, context: QueryContext) -> dict[str, _Candidate]:
+        """Every article some channel found, with its rank in each channel (before fusion).
+
+        Kept apart from `rank` so that weights can be tuned over cached candidates
+        (scripts/tune_fusion.py) without running the channels again.
+        """
         cands: dict[str, _Candidate] = {}
 
         def cand(aid: str) -> _Candidate:
@@ -212,12 +226,21 @@ class Retriever:
             )
             for rank, aid in enumerate(hinted, 1):
                 cands[aid].ranks["hint"] = rank
+        return cands
 
+    def rank(
+        self,
+        cands: dict[str, _Candidate],
+        k: int,
+        context: QueryContext,
+        weights: dict[str, float] | None = None,
+    ) -> list[Hit]:
+        weights = weights or WEIGHTS
         scored = []
         for aid, c in cands.items():
             if aid not in self.index.articles:
                 continue
-            fused = sum(WEIGHTS[name] / (RRF_K + r) for name, r in c.ranks.items())
+            fused = sum(weights[name] / (RRF_K + r) for name, r in c.ranks.items())
             scored.append((fused, aid, c))
         scored.sort(key=lambda t: (-t[0], t[1]))
         scored = _diversify_modes(scored, self.index.articles)

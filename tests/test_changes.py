@@ -25,7 +25,7 @@ def test_only_values_that_differ_are_changes_and_numbers_compare_as_numbers():
     assert [str(c) for c in changes] == [
         "fp16: true → false",
         "zero_stage: 2 → 3",
-        f"bf16: {NOT_SET} → true",
+        f"bf16: {NOT_SET['en']} → true",
     ]
 
 
@@ -64,3 +64,10 @@ def test_zero_stage_is_read_from_chinese_prose_and_llamafactory_config_names():
     lf = "deepspeed: examples/deepspeed/ds_z3_offload_config.json"
     assert analyze(lf).flags["zero_stage"] == "3"
     assert "zero_stage" not in analyze("zero12 retries").flags
+
+
+def test_a_setting_the_run_does_not_show_reads_as_not_set_in_the_users_language():
+    flags = {"fp16": "True"}
+    changes = changes_for_run([CLI], flags, fix_words={"bf16", "fp16"})
+    assert [c.text("zh") for c in changes] == ["fp16: true → false", "bf16: （未设置） → true"]
+    assert [c.text("en") for c in changes][1] == "bf16: (not set) → true"

@@ -49,3 +49,33 @@ def test_no_signals_leaves_snippets_as_written():
     article = _fp16_article()
     snippets = tailor_snippets(article, analyze("loss becomes nan"))
     assert [s.code for s in snippets] == [s.code for s in article.snippets[:2]]
+
+
+def test_a_v100_run_is_never_handed_a_bf16_snippet_for_a_precision_fix():
+    article = replace(
+        _fp16_article(),
+        snippets=[
+            *_fp16_article().snippets,
+            Snippet("python", "transformers", 'TrainingArguments(output_dir="o")  # fp32, no bf16'),
+        ],
+    )
+    on_v100 = tailor_snippets(article, analyze("8卡V100 训练 loss 变成 nan，fp16"))
+    assert [s.code.strip() for s in on_v100] == [
+        'TrainingArguments(output_dir="o")  # fp32, no bf16'
+    ]
+    on_a100 = tailor_snippets(article, analyze("A100 training, loss becomes nan with fp16"))
+    assert any("bf16=True" in s.code for s in on_a100)
+
+
+def test_a_snippet_with_incidental_bf16_gets_a_note_on_a_gpu_without_bf16():
+    loading = Snippet(
+        "python",
+        "transformers",
+        'model = AutoModelForCausalLM.from_pretrained("m", torch_dtype=torch.bfloat16)',
+    )
+    article = replace(
+        _fp16_article(), fix=["Pass the tokenizer as processing_class."], snippets=[loading]
+    )
+    snippet = tailor_snippets(article, analyze("Tesla T4, DPO crashes at start"))[0]
+    assert snippet.code.startswith("# your T4 has no bf16")
+    assert "torch.bfloat16" in snippet.code
