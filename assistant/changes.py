@@ -25,6 +25,7 @@ NO_BF16_GPUS = ("V100", "T4", "P100", "P40", "K80", "2080Ti")
 _PRECISION_KEYS = ("bf16", "fp16", "pure_bf16", "bf16_full_eval", "fp16_full_eval")
 NOT_SET = {"en": "(not set)", "zh": "（未设置）"}
 _BF16_ON_KEYS = ("bf16", "pure_bf16", "bf16_full_eval")
+_CAPABILITY_CHECKS = ("get_device_capability", "is_bf16_supported")
 
 
 @dataclass(frozen=True)
@@ -81,12 +82,15 @@ def enables_bf16(snippet: Snippet) -> bool:
     """True when following the snippet puts bf16 on the GPU (a flag, a key, a bfloat16 dtype).
 
     "bf16=True  # not fp16" and `"bf16": {"enabled": true}` do; "fp16: true  # no bf16 here"
-    does not (comments are not read).
+    does not (comments are not read), nor does code that picks bf16 only after checking the GPU
+    (`bf16=torch.cuda.get_device_capability()[0] >= 8`).
     """
+    code = snippet.code if snippet.language == "json" else strip_comments(snippet.code)
+    if any(check in code for check in _CAPABILITY_CHECKS):
+        return False
     settings = snippet_settings(snippet)
     if any(_same(settings.get(key, "false"), "true") for key in _BF16_ON_KEYS):
         return True
-    code = snippet.code if snippet.language == "json" else strip_comments(snippet.code)
     return "bfloat16" in code
 
 

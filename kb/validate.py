@@ -48,6 +48,7 @@ REQUIRED_LISTS = (
     "sources",
 )
 REQUIRED_TEXT = ("id", "title", "failure_mode", "cause")
+RENAME_KEYS = ("library", "old", "new", "since")
 # Tokens that start a training program inside a shell command: flags after them are its own.
 PROGRAM_MARKERS = re.compile(
     r"(\.py$|^train$|^sft$|^rlhf$|^dpo$|^grpo$|^kto$|^reward$|^pt$|^rm$"
@@ -151,6 +152,18 @@ def validate_article(article: Article, modes: set[str]) -> list[Problem]:
             problem = one_liner_problem(code)
             if problem:
                 err(where, f"python -c one-liner {problem}: {code[:80]!r}")
+    renames = meta.get("renames")
+    if renames is not None and not isinstance(renames, list):
+        err("renames", "must be a list of {library, old, new, since}")
+    for i, item in enumerate(renames if isinstance(renames, list) else []):
+        # A snippet pasted one list too low lands here and would be dropped without a word.
+        missing = [
+            key
+            for key in RENAME_KEYS
+            if not isinstance(item, dict) or not str(item.get(key) or "").strip()
+        ]
+        if missing:
+            err(f"renames[{i}]", f"missing {', '.join(missing)}")
     allowed_old = {r.old for r in article.renames}
     for i, snippet in enumerate(article.snippets):
         for message in check_snippet(snippet, allowed_old):

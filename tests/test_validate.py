@@ -56,6 +56,11 @@ def _break(tiny_articles: Path, old: str, new: str) -> list[str]:
         ),
         ('  title: "fp16 训练 loss 变成 nan"\n', "", "zh.title"),
         (TITLE_LINE + "\n", "title: null\n", "title"),  # null is missing, not the text "None"
+        (  # a snippet indented into the renames list would otherwise vanish silently
+            "\nconfirm:\n",
+            "\nrenames:\n  - language: python\n    target: torch\n    code: x = 1\nconfirm:\n",
+            "renames[0]: missing library, old, new, since",
+        ),
         (
             '  - "the first nan appears right after a grad_norm spike"',
             '  - "python -c \\"print(args.fp16)\\" prints True"',
