@@ -11,7 +11,7 @@ from kb.articles import Article
 from kb.embedding import Embedder
 from kb.index import LoadedIndex
 from kb.signatures import SignatureMatcher
-from kb.text import tokenize
+from kb.text import metric_statements, tokenize
 
 RRF_K = 10  # rank-fusion constant; 10 vs 30 measured: same MRR, 10 gives better hit@3
 BM25_RELATIVE_FLOOR = 0.3  # a BM25 match below this share of the best one is dropped
@@ -36,6 +36,10 @@ WEIGHTS = {
 # article says about when it happens (titles, symptoms, signatures, conditions), not its prose:
 # every Cause/Why section mentions fp16 or loss, so matching them there says nothing.
 SIGNAL_SECTIONS = ("summary", "signatures")
+# A case whose own words say "grad_norm nan" does not fit a run whose grad_norm is exactly 0
+# (no gradient at all), nor the other way round: its fused score is scaled by this.
+CONTRADICTED_SHARE = 0.5
+CONTRADICTION_METRICS = ("grad_norm",)  # loss 0 can be a nan hidden by the Trainer's filter
 # Dense cosine range of the bundled e5 model on this corpus, used to place a hit on 0..1
 # (measured with `kb eval`; see README, Quality).
 DENSE_FLOOR, DENSE_CEIL = 0.80, 0.92
@@ -85,6 +89,7 @@ class _Candidate:
     bm25_section: str = ""
     signatures: list[str] = field(default_factory=list)
     signal_terms: list[str] = field(default_factory=list)
+    contradicts: str = ""  # the logged value this case's own words disagree with
 
 
 class Retriever:
@@ -94,6 +99,7 @@ class Retriever:
         self.matcher = SignatureMatcher(list(index.articles.values()))
         self._chunk_article = [c.article_id for c in index.chunks]
         self._chunk_section = np.array([c.section for c in index.chunks])
+        self._claims = {aid: _metric_claims(a) for aid, a in index.articles.items()}
 
     # --- single signals (also the eval baselines) -------------------------------------
     def bm25_articles(
@@ -226,6 +232,9 @@ class Retriever:
             )
             for rank, aid in enumerate(hinted, 1):
                 cands[aid].ranks["hint"] = rank
+        observed = _observed_values(text, context)
+        for aid, c in cands.items():
+            c.contradicts = _contradiction(self._claims.get(aid, {}), observed)
         return cands
 
     def rank(
@@ -241,6 +250,8 @@ class Retriever:
             if aid not in self.index.articles:
                 continue
             fused = sum(weights[name] / (RRF_K + r) for name, r in c.ranks.items())
+            if c.contradicts:
+                fused *= CONTRADICTED_SHARE
             scored.append((fused, aid, c))
         scored.sort(key=lambda t: (-t[0], t[1]))
         scored = _diversify_modes(scored, self.index.articles)
@@ -257,6 +268,34 @@ class Retriever:
                 )
             )
         return hits
+
+
+def _metric_claims(article: Article) -> dict[str, set[str]]:
+    """Telling metric values a case names where it says what the user sees (title, symptoms,
+    signatures): {"grad_norm": {"nan"}} for an fp16-overflow case."""
+    text = "\n".join([article.title, *article.symptoms, *article.error_signatures])
+    claims: dict[str, set[str]] = {}
+    for metric, value in metric_statements(text):
+        claims.setdefault(metric, set()).add(value)
+    return claims
+
+
+def _observed_values(text: str, context: QueryContext) -> dict[str, set[str]]:
+    seen: dict[str, set[str]] = {}
+    for fact in (text, *context.anomalies, *context.stated):
+        for metric, value in metric_statements(fact):
+            seen.setdefault(metric, set()).add(value)
+    return seen
+
+
+def _contradiction(claims: dict[str, set[str]], observed: dict[str, set[str]]) -> str:
+    """'grad_norm=0' when the run shows only that value and the case names only others."""
+    for metric in CONTRADICTION_METRICS:
+        values = observed.get(metric, set())
+        claimed = claims.get(metric, set())
+        if len(values) == 1 and claimed and not values & claimed:
+            return f"{metric}={next(iter(values))}"
+    return ""
 
 
 def _diversify_modes(scored: list, articles: dict) -> list:

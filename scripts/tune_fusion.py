@@ -26,7 +26,7 @@ from assistant.logs import analyze
 from assistant.redact import redact
 from assistant.service import Assistant, retrieval_input
 from kb.evaluate import OUT_OF_SCOPE, load_cases
-from kb.retrieval import RRF_K, WEIGHTS
+from kb.retrieval import CONTRADICTED_SHARE, RRF_K, WEIGHTS
 from kb.settings import Settings
 
 GRID = (0.0, 0.15, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
@@ -38,7 +38,8 @@ class CachedCase:
     set_name: str
     expected: str
     has_error_text: bool | None
-    ranks: list[tuple[str, dict[str, int]]]  # (failure mode, channel -> rank) per candidate
+    # (failure mode, channel -> rank, contradicted by the log) per candidate
+    ranks: list[tuple[str, dict[str, int], bool]]
 
 
 def collect(paths: list[Path]) -> list[CachedCase]:
@@ -54,7 +55,7 @@ def collect(paths: list[Path]) -> list[CachedCase]:
             query, context = retrieval_input(clean, analyze(clean))
             cands = retriever.candidates(query, context)
             ranks = [
-                (articles[aid].failure_mode, dict(c.ranks))
+                (articles[aid].failure_mode, dict(c.ranks), bool(c.contradicts))
                 for aid, c in sorted(cands.items())
                 if aid in articles
             ]
@@ -62,19 +63,28 @@ def collect(paths: list[Path]) -> list[CachedCase]:
     return out
 
 
-def mode_rank(case: CachedCase, weights: dict[str, float], rrf_k: float) -> int | None:
+def mode_rank(
+    case: CachedCase, weights: dict[str, float], rrf_k: float, contradicted_share: float
+) -> int | None:
+    def fused(ranks: dict[str, int], contradicted: bool) -> float:
+        score = sum(weights[n] / (rrf_k + r) for n, r in ranks.items())
+        return score * contradicted_share if contradicted else score
+
     scored = sorted(
-        (
-            (-sum(weights[n] / (rrf_k + r) for n, r in ranks.items()), i, mode)
-            for i, (mode, ranks) in enumerate(case.ranks)
-        )
+        (-fused(ranks, contradicted), i, mode)
+        for i, (mode, ranks, contradicted) in enumerate(case.ranks)
     )
     modes = list(dict.fromkeys(mode for _, _, mode in scored))[:TOP_K]
     return modes.index(case.expected) + 1 if case.expected in modes else None
 
 
-def metrics(cases: list[CachedCase], weights: dict[str, float], rrf_k: float) -> dict:
-    ranks = [mode_rank(c, weights, rrf_k) for c in cases]
+def metrics(
+    cases: list[CachedCase],
+    weights: dict[str, float],
+    rrf_k: float,
+    contradicted_share: float = CONTRADICTED_SHARE,
+) -> dict:
+    ranks = [mode_rank(c, weights, rrf_k, contradicted_share) for c in cases]
     n = len(ranks) or 1
     return {
         "hit@1": sum(r == 1 for r in ranks) / n,
@@ -136,6 +146,11 @@ def main(argv: list[str]) -> int:
     for c in cases:
         by_set.setdefault(c.set_name, []).append(c)
     report("shipped", by_set, WEIGHTS, RRF_K)
+    for share in (1.0, 0.25):
+        print(f"\nwith CONTRADICTED_SHARE {share}:")
+        for name, cases_of_set in by_set.items():
+            m = metrics(cases_of_set, WEIGHTS, RRF_K, share)
+            print(f"  {name:18s} {m['hit@1']:.3f} / {m['hit@3']:.3f} / {m['mrr']:.3f}")
     tuned = search(by_set, WEIGHTS, RRF_K)
     report("searched on all sets", by_set, tuned, RRF_K)
     if args.loso:

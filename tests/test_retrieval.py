@@ -53,3 +53,26 @@ def test_signals_add_evidence(retriever):
 def test_scores_are_ordered(retriever):
     hits = retriever.search("loss nan fp16 pad token dpo", k=3)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_a_case_naming_grad_norm_nan_is_demoted_when_the_run_logs_grad_norm_zero(retriever):
+    # The fixture fp16 case names "grad_norm is nan"; a run whose grad_norm is exactly 0 has no
+    # gradient at all, so that case contradicts the log (in English and Chinese).
+    def score(text: str, *anomalies: str) -> float:
+        hits = retriever.search(text, k=3, context=QueryContext(anomalies=anomalies))
+        return {h.article.id: h.score for h in hits}["fixture-fp16-overflow"]
+
+    for text, zero, nan in [
+        (
+            "fp16 training, grad_norm problem",
+            "grad_norm is exactly 0 from step 1",
+            "grad_norm is nan",
+        ),
+        ("fp16 训练，梯度有问题", "梯度为0", "梯度为nan"),
+    ]:
+        assert score(text, zero) < 0.75 * score(text, nan)
+    # Both values in one run decide nothing: the case keeps the score an agreeing log gives it.
+    text = "fp16 training, grad_norm problem"
+    both = score(text, "grad_norm is 0 at step 1", "grad_norm is nan at step 9")
+    assert both == score(text, "grad_norm is nan at step 9", "grad_norm is 0 at step 1")
+    assert both > 0.75 * score(text, "grad_norm is nan at step 9", "grad_norm is nan at step 1")
