@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import html
 import logging
 import tempfile
@@ -237,7 +238,24 @@ def create_app(settings: Settings, warm: bool = True):
     feedback = FeedbackStore(settings.feedback_db)
     api = create_api(assistant, feedback)
     demo = build_demo(assistant, feedback).queue(default_concurrency_limit=2)
-    return gr.mount_gradio_app(api, demo, path="/", css=CSS, max_file_size=settings.max_input_bytes)
+    return gr.mount_gradio_app(
+        api,
+        demo,
+        path="/",
+        css=CSS,
+        max_file_size=settings.max_input_bytes,
+        # With a token, the chat UI (and Gradio's own /gradio_api routes behind it, which would
+        # otherwise answer anyone) asks for it too: any user name, the token as the password.
+        auth=token_login(settings.api_token) if settings.api_token else None,
+        auth_message="This kb server needs its access token (KB_API_TOKEN) as the password.",
+    )
+
+
+def token_login(token: str):
+    def check(_username: str, password: str) -> bool:
+        return hmac.compare_digest(password.encode(), token.encode())
+
+    return check
 
 
 def serve(settings: Settings) -> None:

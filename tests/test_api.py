@@ -162,3 +162,19 @@ def test_prompt_injection_in_log_does_not_change_fix(client):
     assert doc["hits"][0]["article_id"] == "fixture-fp16-overflow"
     assert "bf16=True" in doc["answer"]["text"]
     assert "delete the dataset" not in doc["answer"]["text"]
+
+
+def test_token_also_guards_the_chat_ui_and_gradios_own_routes(tiny_settings):
+    from assistant.webapp import create_app
+
+    build_index(tiny_settings)
+    settings = replace(tiny_settings, api_token="s3cret")
+    client = TestClient(create_app(settings, warm=False))
+    assert client.get("/config").status_code == 401  # what the UI (and its API) runs on
+    assert client.get("/gradio_api/info").status_code == 401
+    assert client.get("/widget.js").status_code == 200  # the docs tag loads; /api asks for it
+    assert client.post("/login", data={"username": "me", "password": "wrong"}).status_code == 400
+    assert client.post("/login", data={"username": "me", "password": "s3cret"}).status_code == 200
+    assert client.get("/config").status_code == 200
+    # No token configured: the local default stays open, as before.
+    assert TestClient(create_app(tiny_settings, warm=False)).get("/config").status_code == 200
