@@ -12,6 +12,7 @@ from assistant.changes import Change, bf16_in_fix, enables_bf16
 from assistant.version_talk import WorkingVersion
 from kb.articles import Snippet
 from kb.retrieval import Hit
+from kb.scope import AFTER_TRAINING_REASON
 from kb.text import has_cjk
 
 HEADINGS = {
@@ -140,6 +141,7 @@ ZH_REASONS = {
     "it is about a vision or diffusion model; kb knows LLM fine-tuning failures": (
         "这是视觉或扩散模型的问题；kb 只收录大语言模型微调的失败案例"
     ),
+    AFTER_TRAINING_REASON: "这是训练完成后使用模型（预测、对话或 demo）时的报错，不是训练失败",
 }
 
 

@@ -43,6 +43,18 @@ _USING = re.compile(
     r"(?:web_|cli_)?demo(?:\.py)?|streamlit)" + _R + r"|推理|调用|接口",
     re.IGNORECASE,
 )
+# Training finished and *using* the result fails ("微调后predict报错", "after fine-tuning, inference
+# throws an error"): an error, not worse answers ("微调后推理效果差" stays a training report), and
+# not loading the checkpoint, which is a checkpoint problem kb knows.
+_USED_AFTER_TRAINING = re.compile(
+    r"(?:微调|训练|fine-?tun\w*|finetun\w*|train\w*)(?:完|完成|好)?(?:之后|以后|后)"
+    r".{0,25}?(?:推理|预测|测试|predict\w*|infer\w*|chat|对话|调用|部署)"
+    r".{0,20}?(?:报错|出错|错误|失败|error|fail\w*|exception)"
+    r"|after (?:the )?(?:fine-?tuning|finetuning|training)\W.{0,60}?"
+    r"(?:inference|predict\w*|generat\w*|chat\w*|test\w*).{0,40}?(?:error|fails?|crash\w*|exception)",
+    re.IGNORECASE | re.DOTALL,
+)
+_LOADING = re.compile(r"加载|载入|load\w*|checkpoint|adapter|size mismatch", re.IGNORECASE)
 # Vision/diffusion models: LoRA and "fine-tune" are used there too, but kb knows LLM training.
 _NON_LLM = re.compile(
     r"\b(resnet\d*|cifar-?\d*|mnist|imagenet|yolo\w*|stable[ -]?diffusion|sdxl|controlnet|"
@@ -65,6 +77,10 @@ _FEATURE_REQUEST = re.compile(
 
 
 USING_REASON = "it is about using a model (inference or an app), not a failed training run"
+AFTER_TRAINING_REASON = (
+    "it is about using the trained model (prediction, chat or a demo failing after training "
+    "finished), not a failed training run"
+)
 
 
 @dataclass(frozen=True)
@@ -74,6 +90,7 @@ class Scope:
     feature_request: bool
     non_llm: bool = False  # about a vision/diffusion model, with nothing about an LLM
     using_cues: int = 0  # inference / calling a model
+    used_after_training: bool = False  # "微调后predict报错": the finished model fails in use
 
     @property
     def using_only(self) -> bool:
@@ -100,6 +117,8 @@ class Scope:
             return "it is about serving or deploying a model, not a failed training run"
         if self.using_cues and self.training_cues == 0:
             return USING_REASON
+        if self.used_after_training:
+            return AFTER_TRAINING_REASON
         return ""
 
 
@@ -116,4 +135,10 @@ def assess(text: str) -> Scope:
         serving_cues=len(set(m.group(0).lower() for m in _SERVING.finditer(head))),
         feature_request=bool(_FEATURE_REQUEST.search(head)),
         non_llm=bool(_NON_LLM.search(head)) and not _LLM.search(head),
+        used_after_training=_used_after_training(head),
     )
+
+
+def _used_after_training(text: str) -> bool:
+    match = _USED_AFTER_TRAINING.search(text)
+    return bool(match) and not _LOADING.search(match.group(0))

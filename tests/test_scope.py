@@ -15,6 +15,9 @@ from kb.scope import assess
         "After merging my LoRA I converted it with chatglm.cpp to ggml and the effect is gone",
         "Qwen3 LoRA adapter gives errors when loaded in sglang",
         "python -m vllm.entrypoints.openai.api_server --model m --enable-lora --lora-modules a=/x",
+        "InternLM 微调后 predict 报错",  # the finished model fails in use, training went fine
+        "Qwen2 lora训练完之后对话就报错 RuntimeError",
+        "After fine-tuning Llama-2 with LoRA, running inference throws an IndexError",
     ],
 )
 def test_using_or_serving_a_model_is_out_of_scope(text):
@@ -28,7 +31,8 @@ def test_using_or_serving_a_model_is_out_of_scope(text):
     [
         "Llama3-8b 全量参数 DPO失败",  # "DPO" right next to Chinese text still counts
         "Lora微调后推理效果变差",  # inference after training is a training report
-        "InternLM 微调后 predict 报错",
+        "InternLM 微调后 predict 时加载 checkpoint 报错 size mismatch",  # loading: a checkpoint case
+        "after fine-tuning the answers are worse than the base model",
         "DPOTrainer crashes with Qwen2-VL processor",
         "facing error fine tuning llama2 using provided example",
         "loss is 0 with qwen2.5-7b",
