@@ -31,7 +31,7 @@ def test_using_or_serving_a_model_is_out_of_scope(text):
     [
         "Llama3-8b 全量参数 DPO失败",  # "DPO" right next to Chinese text still counts
         "Lora微调后推理效果变差",  # inference after training is a training report
-        "InternLM 微调后 predict 时加载 checkpoint 报错 size mismatch",  # loading: a checkpoint case
+        "InternLM 微调后 predict 时加载 checkpoint 报错 size mismatch",  # a checkpoint case
         "after fine-tuning the answers are worse than the base model",
         "DPOTrainer crashes with Qwen2-VL processor",
         "facing error fine tuning llama2 using provided example",
