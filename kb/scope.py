@@ -33,6 +33,8 @@ _SERVING = re.compile(
     r"tool[_ ]?(?:call|choice)\w*|function[_ ]call\w*|chat completions?|ollama|llama\.cpp|gguf|"
     r"ggml|chatglm\.cpp|sglang|quantiz\w+ (?:to|into) gguf|api[ _]server|vllm\.entrypoints|"
     r"enable-lora|endpoint|collect_env\.py|"
+    # an app's client code: googlegenai_chat_completion, api_base=..., client.chat.completions
+    r"\w*chat_completions?\w*|api_base|base_url|completions\.create|"
     r"your current environment)" + _R + r"|部署|推理服务|工具调用|函数调用",
     re.IGNORECASE,
 )
