@@ -199,6 +199,9 @@ def parse_article(path: Path) -> Article:
     try:
         meta = _load_front_matter(front)
     except yaml.YAMLError as exc:
+        # Newer libyaml builds (PyYAML 6.0.4 here) stop runaway nesting themselves, first.
+        if "nesting depth" in str(getattr(exc, "problem", "") or ""):
+            raise ArticleError(f"{path}: front matter is too deeply nested") from exc
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark else ""
         raise ArticleError(f"{path}: front matter is not valid YAML{where}") from exc
