@@ -127,6 +127,16 @@ class Answer:
         }
 
 
+@dataclass(frozen=True)
+class RunAdvice:
+    """What the answer says about *this* run beyond the case itself."""
+
+    snippets: list[Snippet] | None = None  # tailored; None: the case's first snippet as written
+    working: list[WorkingVersion] = field(default_factory=list)  # versions the report says worked
+    changes: list[Change] = field(default_factory=list)  # the user's settings the fix changes
+    gpu_without_bf16: str | None = None  # "V100": skip the bf16 parts of the fix
+
+
 # The abstain reasons of assistant/service.py and kb/scope.py, for a Chinese answer.
 ZH_REASONS = {
     "no article shares anything with this report": "没有任何文章与这个报告相关",
@@ -156,12 +166,12 @@ def compose_answer(
     abstained: bool,
     language: str,
     needs: list[str],
-    snippets: list[Snippet] | None = None,
     abstain_reason: str = "",
-    working: list[WorkingVersion] | None = None,
-    changes: list[Change] | None = None,
-    gpu_without_bf16: str | None = None,
+    advice: RunAdvice | None = None,
 ) -> Answer:
+    advice = advice or RunAdvice()
+    snippets, working, changes = advice.snippets, advice.working, advice.changes
+    gpu_without_bf16 = advice.gpu_without_bf16
     h = HEADINGS[language]
     lines: list[str] = []
     if needs:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from assistant.answer import Answer, answer_language, compose_answer
+from assistant.answer import Answer, RunAdvice, answer_language, compose_answer
 from assistant.changes import changes_for_run, lacks_bf16
 from assistant.logs import analyze
 from assistant.needs import missing_info
@@ -105,13 +105,8 @@ class Assistant:
         needs = [] if matched_error else missing_info(clean, signals)
         language = answer_language(text)
         snippets = tailor_snippets(hits[0].article, signals) if hits and not abstained else []
-        composed = compose_answer(
-            hits,
-            abstained,
-            language,
-            needs,
-            snippets,
-            reason,
+        advice = RunAdvice(
+            snippets=snippets,
             working=working_versions(clean) if not abstained else [],
             changes=changes_for_run(
                 snippets,
@@ -121,6 +116,7 @@ class Assistant:
             ),
             gpu_without_bf16=signals.hardware if lacks_bf16(signals.hardware) else None,
         )
+        composed = compose_answer(hits, abstained, language, needs, reason, advice)
         return Prepared(clean, signals, hits, abstained, needs, language, composed, timings, reason)
 
     def ask(self, text: str, k: int | None = None, use_llm: bool = True) -> AskResult:

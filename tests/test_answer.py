@@ -24,8 +24,8 @@ def test_every_scope_reason_has_a_chinese_form(scope):
 
 def test_chinese_abstention_gives_the_reason_in_chinese():
     reason = "the closest cases are not similar enough"
-    zh = compose_answer([], True, "zh", [], None, reason).text
-    en = compose_answer([], True, "en", [], None, reason).text
+    zh = compose_answer([], True, "zh", [], reason).text
+    en = compose_answer([], True, "en", [], reason).text
     assert ZH_REASONS[reason] in zh and reason not in zh
     assert reason in en
 
