@@ -152,15 +152,9 @@ class Retriever:
         return list(best), best
 
     # --- fused --------------------------------------------------------------------------
-    def search(
-        self,
-        text: str,
-        k: int = 5,
-        context: QueryContext | None = None,
-        weights: dict[str, float] | None = None,
-    ) -> list[Hit]:
+    def search(self, text: str, k: int = 5, context: QueryContext | None = None) -> list[Hit]:
         context = context or QueryContext()
-        return self.rank(self.candidates(text, context), k, context, weights)
+        return self.rank(self.candidates(text, context), k, context)
 
     def candidates(self, text: str, context: QueryContext) -> dict[str, _Candidate]:
         """Every article some channel found, with its rank in each channel (before fusion).
@@ -237,22 +231,12 @@ class Retriever:
             c.contradicts = _contradiction(self._claims.get(aid, {}), observed)
         return cands
 
-    def rank(
-        self,
-        cands: dict[str, _Candidate],
-        k: int,
-        context: QueryContext,
-        weights: dict[str, float] | None = None,
-    ) -> list[Hit]:
-        weights = weights or WEIGHTS
+    def rank(self, cands: dict[str, _Candidate], k: int, context: QueryContext) -> list[Hit]:
         scored = []
         for aid, c in cands.items():
             if aid not in self.index.articles:
                 continue
-            fused = sum(weights[name] / (RRF_K + r) for name, r in c.ranks.items())
-            if c.contradicts:
-                fused *= CONTRADICTED_SHARE
-            scored.append((fused, aid, c))
+            scored.append((fused_score(c.ranks, bool(c.contradicts)), aid, c))
         scored.sort(key=lambda t: (-t[0], t[1]))
         scored = _diversify_modes(scored, self.index.articles)
         hits = []
@@ -268,6 +252,19 @@ class Retriever:
                 )
             )
         return hits
+
+
+def fused_score(
+    ranks: dict[str, int],
+    contradicted: bool,
+    weights: dict[str, float] = WEIGHTS,
+    rrf_k: float = RRF_K,
+    contradicted_share: float = CONTRADICTED_SHARE,
+) -> float:
+    """Weighted reciprocal-rank fusion of one article's channel ranks (the knobs are for
+    scripts/tune_fusion.py; search uses the defaults)."""
+    score = sum(weights[name] / (rrf_k + r) for name, r in ranks.items())
+    return score * contradicted_share if contradicted else score
 
 
 def _metric_claims(article: Article) -> dict[str, set[str]]:

@@ -26,7 +26,7 @@ from assistant.logs import analyze
 from assistant.redact import redact
 from assistant.service import Assistant, retrieval_input
 from kb.evaluate import OUT_OF_SCOPE, load_cases
-from kb.retrieval import CONTRADICTED_SHARE, RRF_K, WEIGHTS
+from kb.retrieval import CONTRADICTED_SHARE, RRF_K, WEIGHTS, fused_score
 from kb.settings import Settings
 
 GRID = (0.0, 0.15, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
@@ -66,12 +66,8 @@ def collect(paths: list[Path]) -> list[CachedCase]:
 def mode_rank(
     case: CachedCase, weights: dict[str, float], rrf_k: float, contradicted_share: float
 ) -> int | None:
-    def fused(ranks: dict[str, int], contradicted: bool) -> float:
-        score = sum(weights[n] / (rrf_k + r) for n, r in ranks.items())
-        return score * contradicted_share if contradicted else score
-
     scored = sorted(
-        (-fused(ranks, contradicted), i, mode)
+        (-fused_score(ranks, contradicted, weights, rrf_k, contradicted_share), i, mode)
         for i, (mode, ranks, contradicted) in enumerate(case.ranks)
     )
     modes = list(dict.fromkeys(mode for _, _, mode in scored))[:TOP_K]
