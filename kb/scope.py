@@ -13,9 +13,12 @@ from dataclasses import dataclass
 # ASCII word edges that also hold next to CJK text: "DPO失败" and "Lora微调" are training talk,
 # but \b sees no edge between "O" and "失" (both are word characters to Python's re).
 _L, _R = r"(?<![A-Za-z0-9_])", r"(?![A-Za-z0-9_])"
+# A leading \w* ("\w*trainer") rescans a long run of CJK text (word characters to re) from every
+# position: 20 kB of Chinese took seconds. Prefixes are bounded ASCII instead.
 _TRAINING = re.compile(
-    _L + r"(train(?:ing|er|s|ed)?|\w*trainer|fine[ -]?tun\w*|finetun\w*|sft|dpo|kto|orpo|simpo|"
-    r"ppo|grpo|rlhf|reward[ _-]?model|rm training|lora|qlora|peft|deepspeed|zero-?[23]|fsdp|"
+    _L + r"(train(?:ing|er|s|ed)?|[A-Za-z0-9_]{0,30}trainer|fine[ -]?tun\w*|finetun\w*|sft|dpo|"
+    r"kto|orpo|simpo|ppo|grpo|rlhf|reward[ _-]?model|rm training|lora|qlora|peft|deepspeed|"
+    r"zero-?[23]|fsdp|"
     r"epochs?|loss|grad(?:ient)?s?|grad_norm|optimizer|learning[ _]rate|lr|warmup|checkpoint\w*|"
     r"accelerate|torchrun|backward|per_device_train_batch_size|gradient_accumulation_steps|"
     r"pretrain\w*|llamafactory-cli train|swift (?:sft|rlhf|pt)|openrlhf|trl|unsloth|axolotl|"
@@ -34,7 +37,7 @@ _SERVING = re.compile(
     r"ggml|chatglm\.cpp|sglang|quantiz\w+ (?:to|into) gguf|api[ _]server|vllm\.entrypoints|"
     r"enable-lora|endpoint|collect_env\.py|"
     # an app's client code: googlegenai_chat_completion, api_base=..., client.chat.completions
-    r"\w*chat_completions?\w*|api_base|base_url|completions\.create|"
+    r"[A-Za-z0-9_]{0,30}chat_completions?[A-Za-z0-9_]{0,30}|api_base|base_url|completions\.create|"
     r"your current environment)" + _R + r"|部署|推理服务|工具调用|函数调用",
     re.IGNORECASE,
 )
@@ -49,11 +52,12 @@ _USING = re.compile(
 # throws an error"): an error, not worse answers ("微调后推理效果差" stays a training report), and
 # not loading the checkpoint, which is a checkpoint problem kb knows.
 _USED_AFTER_TRAINING = re.compile(
-    r"(?:微调|训练|fine-?tun\w*|finetun\w*|train\w*)(?:完|完成|好)?(?:之后|以后|后)"
-    r".{0,25}?(?:推理|预测|测试|predict\w*|infer\w*|chat|对话|调用|部署)"
-    r".{0,20}?(?:报错|出错|错误|失败|error|fail\w*|exception)"
+    r"(?:微调|训练|fine-?tun[a-z]{0,6}|finetun[a-z]{0,6}|train[a-z]{0,6})(?:完|完成|好)?(?:之后|以后|后)"
+    r".{0,25}?(?:推理|预测|测试|predict[a-z]{0,6}|infer[a-z]{0,6}|chat|对话|调用|部署)"
+    r".{0,20}?(?:报错|出错|错误|失败|error|fail[a-z]{0,6}|exception)"
     r"|after (?:the )?(?:fine-?tuning|finetuning|training)\W.{0,60}?"
-    r"(?:inference|predict\w*|generat\w*|chat\w*|test\w*).{0,40}?(?:error|fails?|crash\w*|exception)",
+    r"(?:inference|predict[a-z]{0,6}|generat[a-z]{0,6}|chat[a-z]{0,6}|test[a-z]{0,6})"
+    r".{0,40}?(?:error|fails?|crash[a-z]{0,6}|exception)",
     re.IGNORECASE | re.DOTALL,
 )
 _LOADING = re.compile(r"加载|载入|load\w*|checkpoint|adapter|size mismatch", re.IGNORECASE)

@@ -72,3 +72,19 @@ def test_a_demo_crash_abstains_even_when_its_error_string_is_a_known_training_ca
     assert demo.abstained and demo.hits and demo.hits[0].signatures
     training = real_assistant.prepare("LoRA 微调训练时报错\n" + error)
     assert not training.abstained
+
+
+def test_a_long_chinese_paste_is_read_in_linear_time():
+    # A leading \w* rescanned every position of a CJK run (word characters to re): these took
+    # 2-60 s before; now milliseconds. The bound is wide on purpose: it catches the blow-up only.
+    import time
+
+    for text in (
+        "微调后" * 7000,
+        "微调后predict" * 2000,
+        "train" * 4000 + "predict",
+        "训练" * 10_000,
+    ):
+        start = time.perf_counter()
+        assess(text)
+        assert time.perf_counter() - start < 1.5
