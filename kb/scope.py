@@ -44,7 +44,8 @@ _SERVING = re.compile(
 # Using a model (inference, an app calling it): out of scope only when nothing mentions training,
 # since "微调后推理效果差" (worse after fine-tuning) is a training report.
 _USING = re.compile(
-    _L + r"(inference|infer|predict(?:ion)?s?|generate|api|get_response|"
+    # generate_v2_distributed, generate.py: a generation recipe or script
+    _L + r"(inference|infer|predict(?:ion)?s?|generate[A-Za-z0-9_]{0,30}|api|get_response|"
     r"(?:web_|cli_)?demo(?:\.py)?|streamlit)" + _R + r"|推理|调用|接口",
     re.IGNORECASE,
 )

@@ -19,6 +19,7 @@ from kb.scope import assess
         "Qwen2 lora训练完之后对话就报错 RuntimeError",
         "After fine-tuning Llama-2 with LoRA, running inference throws an IndexError",
         "my bot plugin calls provider.googlegenai_chat_completion with api_base set and gets 400",
+        "Error when running generate_v2_distributed with Mixtral 8x22b",  # a generation recipe
     ],
 )
 def test_using_or_serving_a_model_is_out_of_scope(text):
