@@ -24,6 +24,7 @@ from assistant.metrics import (
 )
 from assistant.signals import Anomaly, ErrorInfo, LogSignals, Point
 from assistant.tracebacks import TracebackCollector, split_prefix
+from assistant.version_talk import version_change
 
 MAX_REGEX_LINE = 10_000  # longer lines get only a cheap scan: no regex runs on them
 MAX_ERROR_LINES = 60
@@ -467,53 +468,6 @@ class Analyzer:
             or any(not e.type.endswith(WRAPPER_ERRORS) for e in self.errors),
             version_change=version_change(context_text),
         )
-
-
-# The user says a library version change made the difference: the mark of a version mismatch.
-VERSION_CHANGE = re.compile(
-    r"\b(downgrad\w*|after (?:upgrading|updating)|since (?:upgrading|updating)|"
-    r"(?:worked|works|working) (?:fine )?(?:with|on|in) (?:the )?(?:older|previous|v?\d+\.\d+)|"
-    r"(?:new|latest) version (?:breaks|broke)|regression)\b"
-    r"|降级|升级[^。\n]{0,30}?(?:之后|以后|后)|(?:换|回退)到?旧版本|版本(?:不兼容|问题)",
-    re.IGNORECASE,
-)
-
-
-# Every VERSION_CHANGE match holds one of these, lower-cased. Its leading \b alternation defeats
-# the engine's prefix search, so over megabytes of context it runs only on the lines holding one.
-_VERSION_NEEDLES = (
-    "downgrad",
-    "upgrading",
-    "updating",
-    "work",
-    "version",
-    "regression",
-    "降级",
-    "升级",
-    "版本",
-)
-# re.IGNORECASE matches these to "i" and "s" but str.lower() keeps them (and lengthens "İ").
-_FOLD_ODDITIES = ("\u0130", "\u0131", "\u017f")
-
-
-def version_change(text: str) -> bool:
-    """VERSION_CHANGE.search(text), quickly.
-
-    "It works on 0.19 but not 0.20" -> True
-    """
-    if any(c in text for c in _FOLD_ODDITIES):
-        return bool(VERSION_CHANGE.search(text))
-    low = text.lower()
-    for needle in _VERSION_NEEDLES:
-        at = low.find(needle)
-        while at >= 0:
-            start = low.rfind("\n", 0, at) + 1
-            end = low.find("\n", at)
-            end = len(low) if end < 0 else end
-            if VERSION_CHANGE.search(text, start, end):  # matches never cross a line
-                return True
-            at = low.find(needle, end)
-    return False
 
 
 def analyze(text: str) -> LogSignals:

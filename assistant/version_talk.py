@@ -1,4 +1,5 @@
-"""Versions the user says work: "downgrading to trl==0.19.1 fixes it", "回退到 4.40 就正常".
+"""What the user says about versions: that a change made the difference ("works on 0.19, not
+0.20"), and which versions work ("downgrading to trl==0.19.1 fixes it", "回退到 4.40 就正常").
 
 A version the reporter has seen work is the quickest way to train again tonight, whatever the
 root cause turns out to be; the answer offers it as a pin, next to the article's real fix.
@@ -130,3 +131,50 @@ def _windows(text: str):
         pair = (line + (lines[i + 1] if i + 1 < len(lines) else "")).lower()
         if any(c in pair for c in _CUES) and any(lib in pair for lib in PIP_NAMES):
             yield starts[i], starts[min(i + 2, len(lines))]
+
+
+# The user says a library version change made the difference: the mark of a version mismatch.
+VERSION_CHANGE = re.compile(
+    r"\b(downgrad\w*|after (?:upgrading|updating)|since (?:upgrading|updating)|"
+    r"(?:worked|works|working) (?:fine )?(?:with|on|in) (?:the )?(?:older|previous|v?\d+\.\d+)|"
+    r"(?:new|latest) version (?:breaks|broke)|regression)\b"
+    r"|降级|升级[^。\n]{0,30}?(?:之后|以后|后)|(?:换|回退)到?旧版本|版本(?:不兼容|问题)",
+    re.IGNORECASE,
+)
+
+
+# Every VERSION_CHANGE match holds one of these, lower-cased. Its leading \b alternation defeats
+# the engine's prefix search, so over megabytes of context it runs only on the lines holding one.
+_VERSION_NEEDLES = (
+    "downgrad",
+    "upgrading",
+    "updating",
+    "work",
+    "version",
+    "regression",
+    "降级",
+    "升级",
+    "版本",
+)
+# re.IGNORECASE matches these to "i" and "s" but str.lower() keeps them (and lengthens "İ").
+_FOLD_ODDITIES = ("\u0130", "\u0131", "\u017f")
+
+
+def version_change(text: str) -> bool:
+    """VERSION_CHANGE.search(text), quickly.
+
+    "It works on 0.19 but not 0.20" -> True
+    """
+    if any(c in text for c in _FOLD_ODDITIES):
+        return bool(VERSION_CHANGE.search(text))
+    low = text.lower()
+    for needle in _VERSION_NEEDLES:
+        at = low.find(needle)
+        while at >= 0:
+            start = low.rfind("\n", 0, at) + 1
+            end = low.find("\n", at)
+            end = len(low) if end < 0 else end
+            if VERSION_CHANGE.search(text, start, end):  # matches never cross a line
+                return True
+            at = low.find(needle, end)
+    return False
