@@ -93,7 +93,12 @@ def has_cjk(text: str) -> bool:
     return bool(_CJK.search(text))
 
 
+_QUOTES = str.maketrans("", "", "`'\"‘’“”＇＂")
+
+
 def normalize_for_match(text: str) -> str:
     """Case-folded, quote-free, single-spaced text for literal signature matching."""
-    text = text.lower().replace("`", "").replace("'", "").replace('"', "")
+    # Curly and full-width quotes too: a traceback pasted through a chat app or a Chinese IME
+    # arrives with ‘GRPOConfig’ or “trl” instead of ASCII quotes.
+    text = text.lower().translate(_QUOTES)
     return " ".join(text.split())

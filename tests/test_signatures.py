@@ -61,3 +61,21 @@ def test_a_paste_repeating_a_frame_name_is_not_searched_from_every_repeat():
     chain = compile_signature(r"(dpo|kto)_trainer\.py[\s\S]*(CUDA out of memory|OutOfMemoryError)")
     assert isinstance(chain, _Chain) and chain.span_in(hostile) is None
     assert chain.span_in(hostile + "OutOfMemoryError") == (0, 200_016)
+
+
+def test_curly_and_full_width_quotes_match_an_ascii_signature():
+    from kb.signatures import SignatureMatcher
+
+    articles = [
+        a
+        for a in load_articles(ROOT / "articles")
+        if a.id == "trl-too-old-cannot-import-grpoconfig"
+    ]
+    matcher = SignatureMatcher(articles)
+    # pasted through a chat app / a Chinese IME, and TRL's lazy module, which prints no quotes
+    for text in (
+        "ImportError: cannot import name ‘GRPOConfig’ from “trl”",
+        "报错 cannot import name ＇GRPOTrainer＇ from ＇trl＇",
+        "AttributeError: module trl has no attribute GRPOConfig. Did you mean: 'ORPOConfig'?",
+    ):
+        assert [m.article_id for m in matcher.match(text)], text
