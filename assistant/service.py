@@ -190,12 +190,32 @@ def retrieval_input(
     )
 
 
+# Preference and RL stages train at learning rates around 1e-6 (TRL's DPO/GRPO default 1e-6; the
+# DPO docs suggest 5e-7 to 5e-6). A run of one of them at 1e-4 or more, with no error, points to the
+# learning rate whatever its metrics look like; SFT is left out, where 1e-4 to 2e-4 is usual LoRA.
+PREFERENCE_STAGES = ("dpo", "kto", "orpo", "simpo", "cpo", "ppo", "grpo")
+PREFERENCE_LR_CEILING = 1e-4
+
+
 def hinted_modes(signals: LogSignals) -> tuple[str, ...]:
     """Failure modes that the log's own words point to, whatever else matches."""
     modes = []
     if signals.version_change:
         modes.append("library-version-incompatibility")
+    if _preference_lr_too_high(signals):
+        modes.append("lr-too-high-divergence")
     return tuple(modes)
+
+
+def _preference_lr_too_high(signals: LogSignals) -> bool:
+    if signals.stage not in PREFERENCE_STAGES or signals.errors or signals.has_error_text:
+        return False
+    rates = [value for _, value in signals.metrics.get("learning_rate", [])]
+    try:
+        rates.append(float(signals.flags.get("learning_rate", "nan")))
+    except ValueError:
+        pass  # "${LR}" in a launch script
+    return any(r >= PREFERENCE_LR_CEILING for r in rates if r == r)
 
 
 def _abstain(text: str, hits: list[Hit], threshold: float) -> tuple[bool, str]:

@@ -476,7 +476,7 @@ def test_pasted_log_payloads_are_inert(built, retriever):
     log = (
         f"{{'loss': nan, 'grad_norm': nan}} {PAYLOAD}\n--fp16 {XSS[1]}\n"
         f"RuntimeError: loss is nan {XSS[0]}\n"
-        "\n\nevent: done\ndata: {\"forged\": true}\n\n"  # an SSE frame smuggled in the paste
+        '\n\nevent: done\ndata: {"forged": true}\n\n'  # an SSE frame smuggled in the paste
     )
     res = client.post("/api/ask", json={"query": log, "no_llm": True})
     assert res.headers["content-type"] == "application/json"

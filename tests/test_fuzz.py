@@ -116,9 +116,9 @@ LOG_PIECES = [
     "|",
     "=",
 ]
-log_texts = st.lists(
-    st.one_of(st.sampled_from(LOG_PIECES), st.text(max_size=40)), max_size=80
-).map("".join)
+log_texts = st.lists(st.one_of(st.sampled_from(LOG_PIECES), st.text(max_size=40)), max_size=80).map(
+    "".join
+)
 
 
 def _signals_ok(signals) -> None:
@@ -175,8 +175,16 @@ DEEP = 10_000
         "loss=1 \r" * 300_000,  # 2.4 MB of carriage returns that are not progress bars
         "\ud800 loss 1 step 2 \udfff\n" * 1000,  # lone surrogates (argv with bad bytes)
     ],
-    ids=["nested-line", "nested-lines", "nested-state", "5mb-line", "5mb-record", "ansi", "cr",
-         "surrogates"],
+    ids=[
+        "nested-line",
+        "nested-lines",
+        "nested-state",
+        "5mb-line",
+        "5mb-record",
+        "ansi",
+        "cr",
+        "surrogates",
+    ],
 )
 def test_analyzer_hostile_shapes_finish(text):
     _signals_ok(bounded(analyze, text, seconds=30))
@@ -191,8 +199,10 @@ FIELDS = [
 ]  # fmt: skip
 yaml_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 # Tokens that make YAML interesting: anchors, aliases, tags, flow and block collections, tabs.
@@ -274,8 +284,20 @@ def _laughs(levels: int) -> str:
         ("just a string", "must be a mapping"),
         ("", "must be a mapping"),
     ],
-    ids=["billion-laughs", "self-alias", "deep-list", "deep-map", "huge-int", "bad-date",
-         "tagged-non-date", "python-tag", "tab", "list", "scalar", "empty"],
+    ids=[
+        "billion-laughs",
+        "self-alias",
+        "deep-list",
+        "deep-map",
+        "huge-int",
+        "bad-date",
+        "tagged-non-date",
+        "python-tag",
+        "tab",
+        "list",
+        "scalar",
+        "empty",
+    ],
 )
 def test_article_hostile_front_matter_is_a_clear_error(tmp_path, front, message):
     path = tmp_path / "hostile.md"
@@ -357,12 +379,14 @@ def assert_clear(res) -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(
-        st.sampled_from(["query", "k", "no_llm", "stream", "rating", "fixed", "comment"])
-        | st.text(max_size=5),
-        inner,
-        max_size=5,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["query", "k", "no_llm", "stream", "rating", "fixed", "comment"])
+            | st.text(max_size=5),
+            inner,
+            max_size=5,
+        )
     ),
     max_leaves=12,
 )
@@ -465,9 +489,22 @@ NESTED = '{"a":' * DEEP + "1" + "}" * DEEP
         ("/api/ask", ""),
         ("/api/ask", "null"),
     ],
-    ids=["nested-query", "nested-list", "nested-comment", "bad-utf8", "raw-nul", "huge-k",
-         "nan-k", "surrogate", "nul-escape", "ansi", "900k-line", "feedback-surrogate",
-         "empty", "null"],
+    ids=[
+        "nested-query",
+        "nested-list",
+        "nested-comment",
+        "bad-utf8",
+        "raw-nul",
+        "huge-k",
+        "nan-k",
+        "surrogate",
+        "nul-escape",
+        "ansi",
+        "900k-line",
+        "feedback-surrogate",
+        "empty",
+        "null",
+    ],
 )
 def test_api_hostile_bodies_get_clear_answers(client, path, body):
     content = body if isinstance(body, bytes) else body.encode()
@@ -504,8 +541,7 @@ def _upload(port: int, total: int, chunked: bool) -> tuple[int, bytes]:
     conn = socket.create_connection(("127.0.0.1", port), timeout=20)
     framing = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {total}"
     conn.sendall(
-        f"POST /api/ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{framing}\r\n\r\n"
-        .encode()
+        f"POST /api/ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{framing}\r\n\r\n".encode()
     )
     block = b" " * 65536
     piece = b"%x\r\n%s\r\n" % (len(block), block) if chunked else block
