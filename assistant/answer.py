@@ -199,8 +199,9 @@ def compose_answer(
     article = top.article
     lines.append(f"## {h['diagnosis']}: {_title(top, language)}")
     lines.append(f"[{article.failure_mode}] {h['confidence']} {top.confidence:.0%}")
-    if top.evidence:
-        lines.append(f"{h['evidence']}: " + "; ".join(top.evidence[:3]))
+    evidence = top.evidence_zh if language == "zh" and top.evidence_zh else top.evidence
+    if evidence:
+        lines.append(f"{h['evidence']}: " + "; ".join(evidence[:3]))
     others = close_runners_up(hits)
     if others:
         lines.append(h["close"])

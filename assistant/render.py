@@ -36,32 +36,64 @@ def article_html(article: Article) -> str:
     return "\n".join(parts)
 
 
+CARD_LABELS = {
+    "en": {
+        "confidence": "confidence",
+        "symptom": "Symptom",
+        "cause": "Cause",
+        "fix": "Fix",
+        "evidence": "Evidence",
+        "sources": "Sources",
+    },
+    "zh": {
+        "confidence": "置信度",
+        "symptom": "症状",
+        "cause": "原因",
+        "fix": "解决方法",
+        "evidence": "依据",
+        "sources": "参考来源",
+    },
+}
+
+
+def _symptom(symptoms: list[str], zh: bool) -> str:
+    """The first symptom, or for a Chinese reader the first one written in Chinese."""
+    if zh:
+        for s in symptoms:
+            if any("\u4e00" <= ch <= "\u9fff" for ch in s):
+                return s
+    return symptoms[0] if symptoms else ""
+
+
 def case_cards_html(hits: list[Hit], abstained: bool, language: str = "en") -> str:
     if not hits:
         return "<p>No case matched.</p>"
     cards = []
     if abstained:
         cards.append("<p class='kb-abstain'><b>No known case matches.</b> Nearest cases:</p>")
+    labels = CARD_LABELS["zh" if language == "zh" else "en"]
     for hit in hits[:3]:
         a = hit.article
-        title = a.zh.get("title") if language == "zh" and a.zh.get("title") else a.title
-        cause = a.zh.get("cause") if language == "zh" and a.zh.get("cause") else a.cause
-        fix = a.zh.get("fix") if language == "zh" and a.zh.get("fix") else a.fix
-        symptom = a.symptoms[0] if a.symptoms else ""
+        zh = language == "zh"
+        title = a.zh.get("title") if zh and a.zh.get("title") else a.title
+        cause = a.zh.get("cause") if zh and a.zh.get("cause") else a.cause
+        fix = a.zh.get("fix") if zh and a.zh.get("fix") else a.fix
+        evidence = hit.evidence_zh if zh and hit.evidence_zh else hit.evidence
+        symptom = _symptom(a.symptoms, zh)
         cards.append(
             "<div class='kb-card'>"
             f"<div class='kb-card-title'>{hit.rank}. {html.escape(title)}</div>"
-            f"<div><code>{html.escape(a.failure_mode)}</code> · confidence "
+            f"<div><code>{html.escape(a.failure_mode)}</code> · {labels['confidence']} "
             f"{hit.confidence:.0%}</div>"
-            f"<div><b>Symptom:</b> {html.escape(symptom)}</div>"
-            f"<div><b>Cause:</b> {html.escape(cause)}</div>"
-            "<div><b>Fix:</b><ol>"
+            f"<div><b>{labels['symptom']}:</b> {html.escape(symptom)}</div>"
+            f"<div><b>{labels['cause']}:</b> {html.escape(cause)}</div>"
+            f"<div><b>{labels['fix']}:</b><ol>"
             + "".join(f"<li>{html.escape(s)}</li>" for s in fix[:4])
             + "</ol></div>"
-            "<div><b>Evidence:</b><ul>"
-            + "".join(f"<li>{html.escape(e)}</li>" for e in hit.evidence[:4])
+            f"<div><b>{labels['evidence']}:</b><ul>"
+            + "".join(f"<li>{html.escape(e)}</li>" for e in evidence[:4])
             + "</ul></div>"
-            "<div><b>Sources:</b><ul>"
+            f"<div><b>{labels['sources']}:</b><ul>"
             + "".join(f"<li>{_link(u)}</li>" for u in a.sources[:4])
             + "</ul></div></div>"
         )

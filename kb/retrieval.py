@@ -53,6 +53,7 @@ class Hit:
     confidence: float  # 0..1, comparable across queries; below the threshold kb abstains
     evidence: list[str] = field(default_factory=list)  # why it matched, in words a user reads
     signatures: list[str] = field(default_factory=list)  # error signatures found in the query
+    evidence_zh: list[str] = field(default_factory=list)  # the same reasons, for a Chinese answer
 
     def to_dict(self) -> dict:
         return {
@@ -241,14 +242,16 @@ class Retriever:
         scored = _diversify_modes(scored, self.index.articles)
         hits = []
         for rank, (fused, aid, c) in enumerate(scored[:k], 1):
+            evidence = _evidence(c, context)
             hits.append(
                 Hit(
                     article=self.index.articles[aid],
                     score=fused,
                     rank=rank,
                     confidence=_confidence(c),
-                    evidence=_evidence(c, context),
+                    evidence=[en for en, _ in evidence],
                     signatures=list(c.signatures),
+                    evidence_zh=[zh for _, zh in evidence],
                 )
             )
         return hits
@@ -330,18 +333,46 @@ def _confidence(c: _Candidate) -> float:
     return float(min(max(value, 0.0), 0.95))
 
 
-def _evidence(c: _Candidate, context: QueryContext) -> list[str]:
+# Section names as a Chinese answer shows them next to the shared terms.
+SECTION_ZH = {
+    "summary": "标题和症状",
+    "signatures": "报错特征和触发条件",
+    "Symptoms": "症状",
+    "Cause": "原因",
+    "Fix": "解决方法",
+    "How to confirm": "如何确认",
+    "Why": "原理",
+}
+
+
+def _evidence(c: _Candidate, context: QueryContext) -> list[tuple[str, str]]:
+    """Why a case matched, as (English, Chinese) pairs built from the same facts."""
     out = []
     for sig in c.signatures[:2]:
-        shown = sig[3:] if sig.startswith("re:") else sig
-        out.append(f"error text matches the known signature “{shown[:120]}”")
+        shown = (sig[3:] if sig.startswith("re:") else sig)[:120]
+        out.append(
+            (
+                f"error text matches the known signature “{shown}”",
+                f"报错文本与已知报错特征一致：“{shown}”",
+            )
+        )
     if c.signal_terms and context.phrases:
         related = [p for p in context.phrases if any(t in tokenize(p) for t in c.signal_terms)]
         for phrase in related[:3]:
-            out.append(f"from your log: {phrase}")
+            out.append((f"from your log: {phrase}", f"来自你的日志：{phrase}"))
     terms = [t for t in c.bm25_terms if len(t) > 1]  # single CJK characters say little
     if terms:
-        out.append(f"shared terms in {c.bm25_section}: {', '.join(terms[:6])}")
+        shared = ", ".join(terms[:6])
+        zh_section = SECTION_ZH.get(c.bm25_section, c.bm25_section)
+        out.append(
+            (f"shared terms in {c.bm25_section}: {shared}", f"与{zh_section}共有的词：{shared}")
+        )
     if c.dense_cos:
-        out.append(f"similar in meaning to its {c.dense_section} (cosine {c.dense_cos:.2f})")
+        zh_section = SECTION_ZH.get(c.dense_section, c.dense_section)
+        out.append(
+            (
+                f"similar in meaning to its {c.dense_section} (cosine {c.dense_cos:.2f})",
+                f"语义上接近它的{zh_section}（余弦相似度 {c.dense_cos:.2f}）",
+            )
+        )
     return out

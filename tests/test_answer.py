@@ -70,3 +70,44 @@ def test_first_sentences_cuts_at_a_sentence_end_in_both_languages():
     zh = "fp16 下激活值溢出。" * 40
     assert first_sentences(zh, 30).endswith("。") and len(first_sentences(zh, 30)) <= 30
     assert first_sentences("short cause", 60) == "short cause"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "xtuner train 报错：command error: 'Adafactor is already registered in optimizer at torch.optim'",
+        "Qwen2.5-7B 微调 loss 一直是 0，grad_norm 是 nan",
+    ],
+)
+def test_a_chinese_answer_says_why_it_matched_in_chinese(real_assistant, query):
+    result = real_assistant.ask(query, use_llm=False)
+    assert not result.abstained
+    line = next(t for t in result.answer.text.splitlines() if t.startswith("依据"))
+    for english in (
+        "matches the known signature",
+        "shared terms",
+        "similar in meaning",
+        "from your log",
+    ):
+        assert english not in line, line
+    assert result.hits[0].evidence, "the English reasons stay for English answers and the JSON"
+
+
+def test_case_cards_for_a_chinese_reader_are_labelled_and_reasoned_in_chinese():
+    from assistant.render import case_cards_html
+    from kb.retrieval import Hit
+
+    hits, articles = _hits([0.9])
+    hit = Hit(
+        article=articles[0],
+        score=1.0,
+        rank=1,
+        confidence=0.9,
+        evidence=["shared terms in summary: loss"],
+        evidence_zh=["与标题和症状共有的词：loss"],
+    )
+    zh = case_cards_html([hit], abstained=False, language="zh")
+    en = case_cards_html([hit], abstained=False, language="en")
+    assert "原因" in zh and "依据" in zh and "与标题和症状共有的词" in zh
+    assert "Cause:" not in zh and "shared terms" not in zh
+    assert "Cause:" in en and "shared terms in summary" in en
