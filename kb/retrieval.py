@@ -10,6 +10,7 @@ import numpy as np
 from kb.articles import Article
 from kb.embedding import Embedder
 from kb.index import LoadedIndex
+from kb.modality import is_vision_only, mentions_vision
 from kb.signatures import SignatureMatcher
 from kb.text import metric_statements, tokenize
 
@@ -43,6 +44,7 @@ CONTRADICTION_METRICS = ("grad_norm",)  # loss 0 can be a nan hidden by the Trai
 # Dense cosine range of the bundled e5 model on this corpus, used to place a hit on 0..1
 # (measured with `kb eval`; see README, Quality).
 DENSE_FLOOR, DENSE_CEIL = 0.80, 0.92
+HINT_CONFIDENCE = 0.25
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ class Retriever:
         self._chunk_article = [c.article_id for c in index.chunks]
         self._chunk_section = np.array([c.section for c in index.chunks])
         self._claims = {aid: _metric_claims(a) for aid, a in index.articles.items()}
+        self._vision_only = {aid for aid, a in index.articles.items() if is_vision_only(a)}
 
     # --- single signals (also the eval baselines) -------------------------------------
     def bm25_articles(
@@ -214,12 +217,21 @@ class Retriever:
         for aid in ctx_articles:
             if aid in cands:
                 cands[aid].ranks["context"] = 1
+        observed = _observed_values(text, context)
+        text_only = not mentions_vision(text)
+        for aid, c in cands.items():
+            c.contradicts = _contradiction(self._claims.get(aid, {}), observed)
+            # A vision-language case for a report with no image, vision or VLM word in it, unless
+            # its own error string matched (the report may simply not name the model).
+            if not c.contradicts and text_only and aid in self._vision_only and not c.signatures:
+                c.contradicts = "no image or vision-language model in the report"
         if context.hinted_modes:
             hinted = [
                 a
                 for a in cands
                 if a in self.index.articles
                 and self.index.articles[a].failure_mode in context.hinted_modes
+                and not cands[a].contradicts
             ]
             # Ranked among themselves by how well they match the text.
             hinted.sort(
@@ -227,9 +239,6 @@ class Retriever:
             )
             for rank, aid in enumerate(hinted, 1):
                 cands[aid].ranks["hint"] = rank
-        observed = _observed_values(text, context)
-        for aid, c in cands.items():
-            c.contradicts = _contradiction(self._claims.get(aid, {}), observed)
         return cands
 
     def rank(self, cands: dict[str, _Candidate], k: int, context: QueryContext) -> list[Hit]:
@@ -330,6 +339,10 @@ def _confidence(c: _Candidate) -> float:
     value = 0.6 * max(dense, 0.0) + 0.4 * lexical
     if "signals" in c.ranks and c.ranks["signals"] <= 3:
         value += 0.1
+    # The report itself points to this case's mode ("works after downgrading", a DPO run at 1e-4):
+    # a metrics-only log has little text to match, so that pointer counts as evidence too.
+    if "hint" in c.ranks:
+        value += HINT_CONFIDENCE
     return float(min(max(value, 0.0), 0.95))
 
 
@@ -366,6 +379,13 @@ def _evidence(c: _Candidate, context: QueryContext) -> list[tuple[str, str]]:
         zh_section = SECTION_ZH.get(c.bm25_section, c.bm25_section)
         out.append(
             (f"shared terms in {c.bm25_section}: {shared}", f"与{zh_section}共有的词：{shared}")
+        )
+    if "hint" in c.ranks:
+        out.append(
+            (
+                "your report itself points to this kind of failure",
+                "你的日志或描述本身就指向这一类问题",
+            )
         )
     if c.dense_cos:
         zh_section = SECTION_ZH.get(c.dense_section, c.dense_section)

@@ -75,7 +75,8 @@ def test_first_sentences_cuts_at_a_sentence_end_in_both_languages():
 @pytest.mark.parametrize(
     "query",
     [
-        "xtuner train 报错：command error: 'Adafactor is already registered in optimizer at torch.optim'",
+        "xtuner train 报错：command error: "
+        "'Adafactor is already registered in optimizer at torch.optim'",
         "Qwen2.5-7B 微调 loss 一直是 0，grad_norm 是 nan",
     ],
 )

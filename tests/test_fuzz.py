@@ -541,7 +541,10 @@ def _upload(port: int, total: int, chunked: bool) -> tuple[int, bytes]:
     conn = socket.create_connection(("127.0.0.1", port), timeout=20)
     framing = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {total}"
     conn.sendall(
-        f"POST /api/ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{framing}\r\n\r\n".encode()
+        (
+            "POST /api/ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"{framing}\r\n\r\n"
+        ).encode()
     )
     block = b" " * 65536
     piece = b"%x\r\n%s\r\n" % (len(block), block) if chunked else block
