@@ -36,7 +36,10 @@ def test_ordinary_values_are_not_anomalies(text):
 
 def test_stated_nan_routes_a_title_only_report_to_precision(real_assistant):
     prepared = real_assistant.prepare("Finetune for InternVL2-8B loss =13.6234, grad = nan")
-    assert prepared.hits[0].article.failure_mode in {"fp16-overflow-nan", "attn-kernel-nan"}
+    # One of the precision cases first (which one is close: the report names no GPU or dtype).
+    precision = {"fp16-overflow-nan", "attn-kernel-nan", "fp16-underflow-large-model"}
+    assert prepared.hits[0].article.failure_mode in precision
+    assert "fp16-overflow-nan" in {h.article.failure_mode for h in prepared.hits[:3]}
     # A statement is not a logged curve: kb still asks for the metric lines.
     assert "metrics" in prepared.needs
 
