@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from kb.articles import Article
+from kb.text import ASCII_LEFT, ASCII_RIGHT
 
 # Model families and words that only vision-language models have.
 _VISION_FAMILY = re.compile(
@@ -20,8 +21,8 @@ _VISION_FAMILY = re.compile(
 )
 _VISION_ID = re.compile(r"(?:vlm|llava)-")
 _SIZE = re.compile(r"^\d+(?:\.\d+)?b\+?$|^\d+b-\d+b$", re.IGNORECASE)
-# ASCII edges that hold next to Chinese text (as in kb/scope.py); bounded, no leading \w*.
-_L, _R = r"(?<![A-Za-z0-9_])", r"(?![A-Za-z0-9_])"
+# Word edges that hold next to Chinese text; bounded repeats, no leading \w* (see kb/scope.py).
+_L, _R = ASCII_LEFT, ASCII_RIGHT
 _VISION_TALK = re.compile(
     _L + r"(images?|image_\w{1,20}|vision(?:_\w{1,20})?|visual(?:_\w{1,20})?|multi-?modal|"
     r"vlms?|mllms?|"

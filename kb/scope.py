@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# ASCII word edges that also hold next to CJK text: "DPO失败" and "Lora微调" are training talk,
-# but \b sees no edge between "O" and "失" (both are word characters to Python's re).
-_L, _R = r"(?<![A-Za-z0-9_])", r"(?![A-Za-z0-9_])"
+from kb.text import ASCII_LEFT, ASCII_RIGHT
+
+# Word edges that hold next to CJK text: "DPO失败" and "Lora微调" are training talk.
+_L, _R = ASCII_LEFT, ASCII_RIGHT
 # A leading \w* ("\w*trainer") rescans a long run of CJK text (word characters to re) from every
 # position: 20 kB of Chinese took seconds. Prefixes are bounded ASCII instead.
 _TRAINING = re.compile(

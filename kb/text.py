@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 
+# ASCII word edges that also hold next to CJK text: "DPO失败" and "Lora微调" are English words,
+# but \b sees no edge between "O" and "失" (both are word characters to Python's re).
+ASCII_LEFT, ASCII_RIGHT = r"(?<![A-Za-z0-9_])", r"(?![A-Za-z0-9_])"
+
 # A code-like token keeps its inner punctuation (per_device_train_batch_size, 1.19e+34,
 # qwen2.5-7b, --vanilla_loss); a CJK run is split into characters and bigrams below.
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_.+\-]*[a-z0-9]|[a-z0-9]|[\u3400-\u4dbf\u4e00-\u9fff]+")
