@@ -199,7 +199,7 @@ def compose_answer(
     article = top.article
     lines.append(f"## {h['diagnosis']}: {_title(top, language)}")
     lines.append(f"[{article.failure_mode}] {h['confidence']} {top.confidence:.0%}")
-    evidence = top.evidence_zh if language == "zh" and top.evidence_zh else top.evidence
+    evidence = top.reasons(language)
     if evidence:
         lines.append(f"{h['evidence']}: " + "; ".join(evidence[:3]))
     others = close_runners_up(hits)

@@ -8,6 +8,7 @@ from markdown_it import MarkdownIt
 
 from kb.articles import Article
 from kb.retrieval import Hit
+from kb.text import has_cjk
 
 # "html": False makes markdown-it escape raw HTML in articles and pastes instead of passing it on.
 _md = MarkdownIt("commonmark", {"html": False, "linkify": False})
@@ -60,7 +61,7 @@ def _symptom(symptoms: list[str], zh: bool) -> str:
     """The first symptom, or for a Chinese reader the first one written in Chinese."""
     if zh:
         for s in symptoms:
-            if any("\u4e00" <= ch <= "\u9fff" for ch in s):
+            if has_cjk(s):
                 return s
     return symptoms[0] if symptoms else ""
 
@@ -71,14 +72,14 @@ def case_cards_html(hits: list[Hit], abstained: bool, language: str = "en") -> s
     cards = []
     if abstained:
         cards.append("<p class='kb-abstain'><b>No known case matches.</b> Nearest cases:</p>")
-    labels = CARD_LABELS["zh" if language == "zh" else "en"]
+    zh = language == "zh"
+    labels = CARD_LABELS["zh" if zh else "en"]
     for hit in hits[:3]:
         a = hit.article
-        zh = language == "zh"
         title = a.zh.get("title") if zh and a.zh.get("title") else a.title
         cause = a.zh.get("cause") if zh and a.zh.get("cause") else a.cause
         fix = a.zh.get("fix") if zh and a.zh.get("fix") else a.fix
-        evidence = hit.evidence_zh if zh and hit.evidence_zh else hit.evidence
+        evidence = hit.reasons(language)
         symptom = _symptom(a.symptoms, zh)
         cards.append(
             "<div class='kb-card'>"

@@ -57,6 +57,10 @@ class Hit:
     signatures: list[str] = field(default_factory=list)  # error signatures found in the query
     evidence_zh: list[str] = field(default_factory=list)  # the same reasons, for a Chinese answer
 
+    def reasons(self, language: str) -> list[str]:
+        """Why it matched, in the answer's language (English when no Chinese form exists)."""
+        return self.evidence_zh if language == "zh" and self.evidence_zh else self.evidence
+
     def to_dict(self) -> dict:
         return {
             "article_id": self.article.id,
@@ -282,19 +286,19 @@ def fused_score(
 def _metric_claims(article: Article) -> dict[str, set[str]]:
     """Telling metric values a case names where it says what the user sees (title, symptoms,
     signatures): {"grad_norm": {"nan"}} for an fp16-overflow case."""
-    text = "\n".join([article.title, *article.symptoms, *article.error_signatures])
-    claims: dict[str, set[str]] = {}
-    for metric, value in metric_statements(text):
-        claims.setdefault(metric, set()).add(value)
-    return claims
+    return _metric_values([article.title, *article.symptoms, *article.error_signatures])
 
 
 def _observed_values(text: str, context: QueryContext) -> dict[str, set[str]]:
-    seen: dict[str, set[str]] = {}
-    for fact in (text, *context.anomalies, *context.stated):
-        for metric, value in metric_statements(fact):
-            seen.setdefault(metric, set()).add(value)
-    return seen
+    return _metric_values([text, *context.anomalies, *context.stated])
+
+
+def _metric_values(texts: list[str]) -> dict[str, set[str]]:
+    values: dict[str, set[str]] = {}
+    for text in texts:
+        for metric, value in metric_statements(text):
+            values.setdefault(metric, set()).add(value)
+    return values
 
 
 def _contradiction(claims: dict[str, set[str]], observed: dict[str, set[str]]) -> str:
