@@ -76,6 +76,20 @@ _LLM = re.compile(
     r"|大模型|语言模型",
     re.IGNORECASE,
 )
+# "training is twice as slow", "训练速度问题": a question about the speed of a run that works.
+_SPEED = re.compile(
+    _L + r"(slow(?:er|ly|down)?|speed|throughput|faster|it/s|s/it|tokens?/s|utili[sz]ation)" + _R
+    + r"|速度|很慢|太慢|变慢|慢了|耗时|提速|利用率",
+    re.IGNORECASE,
+)
+# Anything failing outright makes it a failure report, however slow: an error, a crash, a hang,
+# a bad loss or running out of memory.
+_FAILING = re.compile(
+    _L + r"(error|exception|traceback|assert\w*|fail\w*|crash\w*|hang\w*|stuck|nan|inf|oom|"
+    r"out of memory|loss|killed|timeout|timed out)" + _R
+    + r"|报错|错误|失败|异常|卡住|卡死|崩|溢出|损失",
+    re.IGNORECASE,
+)
 _FEATURE_REQUEST = re.compile(
     r"(feature request|the feature, motivation|please (?:add )?support|support for (?:the )?new|"
     r"when will .{0,40} support|will you support|any plan(?:s)? to support|"
@@ -99,6 +113,7 @@ class Scope:
     non_llm: bool = False  # about a vision/diffusion model, with nothing about an LLM
     using_cues: int = 0  # inference / calling a model
     used_after_training: bool = False  # "微调后predict报错": the finished model fails in use
+    speed_question: bool = False  # "training is slow": a run that works, asked about its speed
 
     @property
     def using_only(self) -> bool:
@@ -127,6 +142,8 @@ class Scope:
             return USING_REASON
         if self.used_after_training:
             return AFTER_TRAINING_REASON
+        if self.speed_question:
+            return "it asks about training speed or throughput, not a failed training run"
         return ""
 
 
@@ -144,9 +161,19 @@ def assess(text: str) -> Scope:
         feature_request=bool(_FEATURE_REQUEST.search(head)),
         non_llm=bool(_NON_LLM.search(head)) and not _LLM.search(head),
         used_after_training=_used_after_training(head),
+        speed_question=_speed_question(head),
     )
 
 
 def _used_after_training(text: str) -> bool:
     match = _USED_AFTER_TRAINING.search(text)
     return bool(match) and not _LOADING.search(match.group(0))
+
+
+def _speed_question(text: str) -> bool:
+    """Speed is the headline (the title, or twice in the report) and nothing fails outright."""
+    if _FAILING.search(text):
+        return False
+    title = text.strip().split("\n", 1)[0]
+    speed_words = {m.group(0).lower() for m in _SPEED.finditer(text)}
+    return bool(_SPEED.search(title)) or len(speed_words) >= 2

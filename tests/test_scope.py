@@ -20,6 +20,8 @@ from kb.scope import assess
         "After fine-tuning Llama-2 with LoRA, running inference throws an IndexError",
         "my bot plugin calls provider.googlegenai_chat_completion with api_base set and gets 400",
         "Error when running generate_v2_distributed with Mixtral 8x22b",  # a generation recipe
+        "LoRA SFT on Mistral-7B is 3x slower than full fine-tuning, is that expected?",
+        "ORPO 训练速度太慢了，8 张卡一个 epoch 要两天，GPU 利用率只有 30%",  # speed, nothing fails
     ],
 )
 def test_using_or_serving_a_model_is_out_of_scope(text):
@@ -38,6 +40,8 @@ def test_using_or_serving_a_model_is_out_of_scope(text):
         "DPOTrainer crashes with Qwen2-VL processor",
         "facing error fine tuning llama2 using provided example",
         "loss is 0 with qwen2.5-7b",
+        "training slows down after 100 steps and then hangs, NCCL timeout",  # slow, then a hang
+        "训练速度很慢，而且跑了一会儿就报错 CUDA error",  # slow and an error: a failure report
     ],
 )
 def test_training_reports_stay_in_scope(text):
