@@ -12,7 +12,7 @@ from assistant.changes import Change, bf16_in_fix, enables_bf16
 from assistant.version_talk import WorkingVersion
 from kb.articles import Snippet
 from kb.retrieval import Hit
-from kb.scope import AFTER_TRAINING_REASON
+from kb.scope import AFTER_TRAINING_REASON, SPEED_REASON
 from kb.text import has_cjk
 
 HEADINGS = {
@@ -150,6 +150,7 @@ ZH_REASONS = {
         "这是视觉或扩散模型的问题；kb 只收录大语言模型微调的失败案例"
     ),
     AFTER_TRAINING_REASON: "这是训练完成后使用模型（预测、对话或 demo）时的报错，不是训练失败",
+    SPEED_REASON: "这是关于训练速度或吞吐量的问题，训练本身没有失败",
 }
 
 
@@ -247,6 +248,8 @@ def compose_answer(
             )
             lines.append(first_sentences(_cause(hit, language)))
             lines.extend(f"{i}. {step}" for i, step in enumerate(_fix_steps(hit, language), 1))
+            # Its checks are what tells the two cases apart on the user's own machine.
+            lines.extend(f"- {h['confirm']}: {check}" for check in hit.article.confirm[:2])
     lines.append("")
     lines.append(f"### {h['sources']}")
     lines.extend(f"- {url}" for url in article.sources)

@@ -99,6 +99,7 @@ _FEATURE_REQUEST = re.compile(
 
 
 USING_REASON = "it is about using a model (inference or an app), not a failed training run"
+SPEED_REASON = "it asks about training speed or throughput, not a failed training run"
 AFTER_TRAINING_REASON = (
     "it is about using the trained model (prediction, chat or a demo failing after training "
     "finished), not a failed training run"
@@ -143,7 +144,7 @@ class Scope:
         if self.used_after_training:
             return AFTER_TRAINING_REASON
         if self.speed_question:
-            return "it asks about training speed or throughput, not a failed training run"
+            return SPEED_REASON
         return ""
 
 

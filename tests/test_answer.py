@@ -15,6 +15,8 @@ from kb.scope import Scope
         Scope(training_cues=1, serving_cues=2, feature_request=False),
         Scope(training_cues=1, serving_cues=0, feature_request=False, non_llm=True),
         Scope(training_cues=0, serving_cues=0, feature_request=False, using_cues=1),
+        Scope(training_cues=0, serving_cues=0, feature_request=False, used_after_training=True),
+        Scope(training_cues=2, serving_cues=0, feature_request=False, speed_question=True),
     ],
 )
 def test_every_scope_reason_has_a_chinese_form(scope):
@@ -51,6 +53,8 @@ def test_a_runner_up_that_fits_almost_as_well_gets_its_cause_and_every_fix_step(
     also = text.split("### " + ("也可能是" if language == "zh" else "Also possible"))[1]
     for step in steps:
         assert step in also
+    # and the checks that tell it apart from the first case
+    assert second.confirm and all(check in also for check in second.confirm[:2])
     assert ("几乎同样吻合" if language == "zh" else "fit almost as well") in text
     # The third is far below the first: not offered as an equal.
     assert third.title not in text and third.zh.get("title", third.title) not in text
