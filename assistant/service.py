@@ -85,8 +85,11 @@ class Assistant:
             return self._retriever
 
     def search(self, text: str, k: int | None = None) -> list[Hit]:
+        """The cases `ask` would answer with, in the same order: the log's signals included."""
         text = _check_text(text, self.settings.max_input_bytes)
-        return self.retriever.search(redact(text)[:RETRIEVAL_CHARS], k or self.settings.top_k)
+        clean = redact(text)
+        query, context = retrieval_input(clean, analyze(clean), True)
+        return self.retriever.search(query, k or self.settings.top_k, context)
 
     def prepare(self, text: str, k: int | None = None, use_signals: bool = True) -> Prepared:
         text = _check_text(text, self.settings.max_input_bytes)

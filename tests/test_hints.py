@@ -40,3 +40,13 @@ def test_the_high_dpo_learning_rate_ranks_the_lr_case_first(real_assistant):
     prepared = real_assistant.prepare(_dpo_log(1e-4))
     assert not prepared.abstained
     assert prepared.hits[0].article.failure_mode == "lr-too-high-divergence"
+
+
+def test_search_ranks_a_log_the_way_ask_answers_it(real_assistant):
+    # `kb search` and the API's search read the log's signals too: the hinted learning-rate case
+    # leads there as well, not only in `kb ask`.
+    log = _dpo_log(1e-4)
+    searched = [hit.article.id for hit in real_assistant.search(log, 3)]
+    asked = [hit.article.id for hit in real_assistant.prepare(log, 3).hits]
+    assert searched == asked
+    assert real_assistant.search(log, 1)[0].article.failure_mode == "lr-too-high-divergence"
