@@ -9,6 +9,7 @@ import numpy as np
 
 from kb.articles import Article
 from kb.embedding import Embedder
+from kb.families import article_families, families_named
 from kb.index import LoadedIndex
 from kb.modality import is_vision_only, mentions_vision
 from kb.signatures import SignatureMatcher
@@ -108,6 +109,7 @@ class Retriever:
         self._chunk_section = np.array([c.section for c in index.chunks])
         self._claims = {aid: _metric_claims(a) for aid, a in index.articles.items()}
         self._vision_only = {aid for aid, a in index.articles.items() if is_vision_only(a)}
+        self._families = {aid: article_families(a) for aid, a in index.articles.items()}
 
     # --- single signals (also the eval baselines) -------------------------------------
     def bm25_articles(
@@ -223,12 +225,21 @@ class Retriever:
                 cands[aid].ranks["context"] = 1
         observed = _observed_values(text, context)
         text_only = not mentions_vision(text)
+        named = families_named(text)
         for aid, c in cands.items():
             c.contradicts = _contradiction(self._claims.get(aid, {}), observed)
             # A vision-language case for a report with no image, vision or VLM word in it, unless
             # its own error string matched (the report may simply not name the model).
             if not c.contradicts and text_only and aid in self._vision_only and not c.signatures:
                 c.contradicts = "no image or vision-language model in the report"
+            # A case limited to other model families than the one the report names.
+            case_families = self._families.get(aid)
+            if not c.contradicts and named and case_families and not c.signatures:
+                if not case_families & named:
+                    c.contradicts = (
+                        f"the report is about {'/'.join(sorted(named))}, this case about "
+                        f"{'/'.join(sorted(case_families))}"
+                    )
         if context.hinted_modes:
             hinted = [
                 a
