@@ -87,7 +87,7 @@ _SPEED = re.compile(
 _FAILING = re.compile(
     _L + r"(error|exception|traceback|assert\w*|fail\w*|crash\w*|hang\w*|stuck|nan|inf|oom|"
     r"out of memory|loss|killed|timeout|timed out)" + _R
-    + r"|报错|错误|失败|异常|卡住|卡死|崩|溢出|损失",
+    + r"|报错|错误|失败|异常|卡住|卡死|卡在|崩|溢出|损失|显存不足|爆显存",
     re.IGNORECASE,
 )
 _FEATURE_REQUEST = re.compile(

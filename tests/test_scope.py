@@ -42,6 +42,7 @@ def test_using_or_serving_a_model_is_out_of_scope(text):
         "loss is 0 with qwen2.5-7b",
         "training slows down after 100 steps and then hangs, NCCL timeout",  # slow, then a hang
         "训练速度很慢，而且跑了一会儿就报错 CUDA error",  # slow and an error: a failure report
+        "多卡训练速度很慢，最后卡在 step 100 不动了",  # slow, then stuck: a hang
     ],
 )
 def test_training_reports_stay_in_scope(text):
