@@ -66,3 +66,21 @@ def test_metric_with_a_telling_value_is_one_term(text, expected, absent):
     """'grad_norm 0' (no gradient) and 'grad_norm nan' (overflow) must not match each other."""
     terms = set(tokenize(text))
     assert expected <= terms and not (absent & terms), terms
+
+
+def test_bm25_names_the_shared_terms_of_one_document_highest_weight_first():
+    from kb.bm25 import BM25
+
+    bm25 = BM25.from_texts(
+        [
+            "loss is nan with fp16 on a v100",
+            "pad token missing for llama-3 reward model",
+            "fp16 loss scale keeps halving",
+        ]
+    )
+    query = tokenize("fp16 loss nan llama-3 pad")
+    first = bm25.matched_terms(query, 0)
+    assert set(first) == {"fp16", "loss", "nan", "loss=nan"}  # "loss nan" is also one metric term
+    assert first[-1] in ("fp16", "loss")  # the terms two documents share weigh least
+    assert set(bm25.matched_terms(query, 1)) >= {"pad", "llama-3"}
+    assert bm25.matched_terms(tokenize("deepspeed"), 2) == []
