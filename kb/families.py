@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from kb.articles import Article
+from kb.text import ASCII_RIGHT
 
 # Coarse families: the first word of a model name, with the spellings users write. Derivatives
 # kb cannot tie to a base family (vicuna, alpaca, ziya ...) are not listed: a report naming only
@@ -49,10 +50,11 @@ _FAMILY_OF = {
     "smollm": "smollm",
 }
 # A family word at the start of a name: "Qwen2.5-7B", "llama3", "Llama-2", "chatglm3-6b",
-# "Baichuan2", "glm-4". Not inside a longer word ("optimizer", "philosophy", "yield").
+# "Baichuan2", "glm-4", "Qwen微调". Not inside a longer word ("optimizer", "philosophy", "yield");
+# the right edge is kb.text's, since \b sees no edge between "n" and "微".
 _NAME = re.compile(
     r"(?<![A-Za-z])(" + "|".join(sorted(_FAMILY_OF, key=len, reverse=True)) + r")"
-    r"(?=[-_ .]?v?\d|[-_](?:[a-z]{2,}|\d)|\b)",
+    r"(?=[-_ .]?v?\d|[-_](?:[a-z]{2,}|\d)|" + ASCII_RIGHT + r")",
     re.IGNORECASE,
 )
 # Short or common words that only count as a family when a version or size follows ("phi-3",

@@ -16,6 +16,7 @@ GLM4_CASE = "repo-glm4-finetune-config-unexpected-keyword-freezev"
         ("Mixtral 8x7b and llama3 both crash", {"mistral", "llama"}),
         ("phi-3-mini qlora", {"phi"}),
         ("Baichuan2-13B 全量微调", {"baichuan"}),
+        ("Qwen微调报错，换成 chatglm模型也一样", {"qwen", "glm"}),  # next to Chinese text
         # words that only look like a family: no version after the short ones, or inside a word
         ("the optimizer state and my options", set()),
         ("yield a batch, phi is the angle", set()),
