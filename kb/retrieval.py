@@ -228,18 +228,10 @@ class Retriever:
         named = families_named(text)
         for aid, c in cands.items():
             c.contradicts = _contradiction(self._claims.get(aid, {}), observed)
-            # A vision-language case for a report with no image, vision or VLM word in it, unless
-            # its own error string matched (the report may simply not name the model).
-            if not c.contradicts and text_only and aid in self._vision_only and not c.signatures:
-                c.contradicts = "no image or vision-language model in the report"
-            # A case limited to other model families than the one the report names.
-            case_families = self._families.get(aid)
-            if not c.contradicts and named and case_families and not c.signatures:
-                if not case_families & named:
-                    c.contradicts = (
-                        f"the report is about {'/'.join(sorted(named))}, this case about "
-                        f"{'/'.join(sorted(case_families))}"
-                    )
+            # A case for other models than the report's, unless its own error string matched
+            # (the report may simply not name the model).
+            if not c.contradicts and not c.signatures:
+                c.contradicts = self._model_mismatch(aid, text_only, named)
         if context.hinted_modes:
             hinted = [
                 a
@@ -255,6 +247,19 @@ class Retriever:
             for rank, aid in enumerate(hinted, 1):
                 cands[aid].ranks["hint"] = rank
         return cands
+
+    def _model_mismatch(self, aid: str, text_only: bool, named: frozenset[str]) -> str:
+        """Why a case cannot be about the report's model: a vision-language case for a report
+        with no image, vision or VLM word, or a case limited to other families than it names."""
+        if text_only and aid in self._vision_only:
+            return "no image or vision-language model in the report"
+        case_families = self._families.get(aid)
+        if named and case_families and not case_families & named:
+            return (
+                f"the report is about {'/'.join(sorted(named))}, this case about "
+                f"{'/'.join(sorted(case_families))}"
+            )
+        return ""
 
     def rank(self, cands: dict[str, _Candidate], k: int, context: QueryContext) -> list[Hit]:
         scored = []
