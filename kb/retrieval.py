@@ -11,6 +11,7 @@ from kb.articles import Article
 from kb.embedding import Embedder
 from kb.families import article_families, families_named
 from kb.index import LoadedIndex
+from kb.launchers import article_launchers, launchers_named
 from kb.modality import is_vision_only, mentions_vision
 from kb.signatures import SignatureMatcher
 from kb.text import metric_statements, tokenize
@@ -110,6 +111,7 @@ class Retriever:
         self._claims = {aid: _metric_claims(a) for aid, a in index.articles.items()}
         self._vision_only = {aid for aid, a in index.articles.items() if is_vision_only(a)}
         self._families = {aid: article_families(a) for aid, a in index.articles.items()}
+        self._launchers = {aid: article_launchers(a) for aid, a in index.articles.items()}
 
     # --- single signals (also the eval baselines) -------------------------------------
     def bm25_articles(
@@ -226,12 +228,15 @@ class Retriever:
         observed = _observed_values(text, context)
         text_only = not mentions_vision(text)
         named = families_named(text)
+        launchers = launchers_named(text)
         for aid, c in cands.items():
             c.contradicts = _contradiction(self._claims.get(aid, {}), observed)
             # A case for other models than the report's, unless its own error string matched
             # (the report may simply not name the model).
             if not c.contradicts and not c.signatures:
-                c.contradicts = self._model_mismatch(aid, text_only, named)
+                c.contradicts = self._model_mismatch(aid, text_only, named) or (
+                    self._launcher_mismatch(aid, launchers)
+                )
         if context.hinted_modes:
             hinted = [
                 a
@@ -258,6 +263,16 @@ class Retriever:
             return (
                 f"the report is about {'/'.join(sorted(named))}, this case about "
                 f"{'/'.join(sorted(case_families))}"
+            )
+        return ""
+
+    def _launcher_mismatch(self, aid: str, launchers: frozenset[str]) -> str:
+        """Why a case for one framework's own script cannot be about the report's launcher."""
+        case_launchers = self._launchers.get(aid)
+        if launchers and case_launchers and not case_launchers & launchers:
+            return (
+                f"the report is about {'/'.join(sorted(launchers))}, this case about "
+                f"{'/'.join(sorted(case_launchers))}"
             )
         return ""
 

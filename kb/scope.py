@@ -23,7 +23,13 @@ _TRAINING = re.compile(
     r"epochs?|loss|grad(?:ient)?s?|grad_norm|optimizer|learning[ _]rate|lr|warmup|checkpoint\w*|"
     r"accelerate|torchrun|backward|per_device_train_batch_size|gradient_accumulation_steps|"
     r"pretrain\w*|llamafactory-cli train|swift (?:sft|rlhf|pt)|openrlhf|trl|unsloth|axolotl|"
-    r"xtuner|verl)" + _R + r"|训练|微调|预训练|损失|梯度|显存|奖励模型|全参|增量",
+    r"xtuner|verl|dapo|"
+    # a training script or metric named inside an identifier: train_ppo_llama_ray.sh,
+    # uniform_finetune.py, run_sft.sh, eval_loss
+    r"[A-Za-z0-9_]{0,30}_(?:train\w*|finetune\w*|sft|pt|loss)|"
+    r"(?:train|lora|qlora|sft|dpo|ppo|grpo|deepspeed)_[A-Za-z0-9_]{1,40}|"
+    r"distributeddataparallel|ddp)" + _R
+    + r"|训练|微调|预训练|损失|梯度|显存|奖励模型|全参|增量",
     re.IGNORECASE,
 )
 # "before fine-tuning, the base model already ...": the training word is negated.
@@ -39,7 +45,11 @@ _SERVING = re.compile(
     r"enable-lora|endpoint|collect_env\.py|"
     # an app's client code: googlegenai_chat_completion, api_base=..., client.chat.completions
     r"[A-Za-z0-9_]{0,30}chat_completions?[A-Za-z0-9_]{0,30}|api_base|base_url|completions\.create|"
-    r"your current environment)" + _R + r"|部署|推理服务|工具调用|函数调用",
+    r"your current environment|"
+    # inference engines and LLM apps: a report from inside one is about using a model
+    r"tensorrt[_-]?llm|lmdeploy|fastllm|text-generation-inference|llama_cpp|exllama\w*|"
+    r"ctransformers|mlc[_-]llm|langchain\w*|chatchat|dify|open[_-]?webui|web[_-]?ui)" + _R
+    + r"|部署|推理服务|工具调用|函数调用",
     re.IGNORECASE,
 )
 # Using a model (inference, an app calling it): out of scope only when nothing mentions training,
@@ -47,7 +57,8 @@ _SERVING = re.compile(
 _USING = re.compile(
     # generate_v2_distributed, generate.py: a generation recipe or script
     _L + r"(inference|infer|predict(?:ion)?s?|generate[A-Za-z0-9_]{0,30}|api|get_response|"
-    r"(?:web_|cli_)?demo(?:\.py)?|streamlit)" + _R + r"|推理|调用|接口",
+    r"(?:web_|cli_)?demo(?:\.py)?|streamlit)" + _R
+    + r"|推理|调用|接口",
     re.IGNORECASE,
 )
 # Training finished and *using* the result fails ("微调后predict报错", "after fine-tuning, inference
@@ -57,11 +68,24 @@ _USED_AFTER_TRAINING = re.compile(
     r"(?:微调|训练|fine-?tun[a-z]{0,6}|finetun[a-z]{0,6}|train[a-z]{0,6})(?:完|完成|好)?(?:之后|以后|后)"
     r".{0,25}?(?:推理|预测|测试|predict[a-z]{0,6}|infer[a-z]{0,6}|chat|对话|调用|部署)"
     r".{0,20}?(?:报错|出错|错误|失败|error|fail[a-z]{0,6}|exception)"
+    # "chatglm3全量微调，使用api接口推理时报错": trained, then serving it through an API fails
+    r"|(?:微调|训练)[，,]\s*.{0,10}?(?:api|接口|服务).{0,6}?(?:推理|预测|部署)时?.{0,6}?(?:报错|出错|失败)"
     r"|after (?:the )?(?:fine-?tuning|finetuning|training)\W.{0,60}?"
     r"(?:inference|predict[a-z]{0,6}|generat[a-z]{0,6}|chat[a-z]{0,6}|test[a-z]{0,6})"
     r".{0,40}?(?:error|fails?|crash[a-z]{0,6}|exception)",
     re.IGNORECASE | re.DOTALL,
 )
+# The headline's subject is a model someone trained ("ptuning后的chatglm2-6B报错", "部署通过XTuner
+# 训练的Qwen报错"): with serving or app talk in the report, the trained model fails in use.
+_TRAINED_MODEL = re.compile(
+    r"(?:训练|微调|ptuning|p-tuning|lora|finetun[a-z]{0,4})(?:完|好)?(?:之?后)?的"
+    r"|(?:fine-?tuned|trained) (?:model|checkpoint)",
+    re.IGNORECASE,
+)
+_ERROR_WORD = re.compile(r"报错|出错|错误|失败|error|fail|exception", re.IGNORECASE)
+# A headline about the model's output ("Mixtral example is giving non-sensical output"); only the
+# title counts, since tracebacks are full of "outputs = model(...)".
+_OUTPUT_HEADLINE = re.compile(_L + r"outputs?" + _R + r"|输出", re.IGNORECASE)
 _LOADING = re.compile(r"加载|载入|load\w*|checkpoint|adapter|size mismatch", re.IGNORECASE)
 # Vision/diffusion models: LoRA and "fine-tune" are used there too, but kb knows LLM training.
 _NON_LLM = re.compile(
@@ -148,10 +172,16 @@ class Scope:
         return ""
 
 
+# from_pretrained's progress bar: loading a model, which inference does as much as training.
+_LOADING_SHARDS = re.compile(r"Loading checkpoint shards", re.IGNORECASE)
+
+
 def assess(text: str) -> Scope:
     head = text[:20_000]
-    training = len(set(m.group(0).lower() for m in _TRAINING.finditer(head)))
+    training_text = _LOADING_SHARDS.sub(" ", head)
+    training = len(set(m.group(0).lower() for m in _TRAINING.finditer(training_text)))
     using = len(set(m.group(0).lower() for m in _USING.finditer(head)))
+    using += bool(_OUTPUT_HEADLINE.search(head.strip().split("\n", 1)[0]))
     if _NOT_TRAINED.search(head):
         # Talking about the model before training: its training word is not training talk.
         training, using = max(training - 1, 0), using + 1
@@ -161,7 +191,7 @@ def assess(text: str) -> Scope:
         serving_cues=len(set(m.group(0).lower() for m in _SERVING.finditer(head))),
         feature_request=bool(_FEATURE_REQUEST.search(head)),
         non_llm=bool(_NON_LLM.search(head)) and not _LLM.search(head),
-        used_after_training=_used_after_training(head),
+        used_after_training=_used_after_training(head) or _trained_model_served(head),
         speed_question=_speed_question(head),
     )
 
@@ -169,6 +199,16 @@ def assess(text: str) -> Scope:
 def _used_after_training(text: str) -> bool:
     match = _USED_AFTER_TRAINING.search(text)
     return bool(match) and not _LOADING.search(match.group(0))
+
+
+def _trained_model_served(text: str) -> bool:
+    title = text.strip().split("\n", 1)[0]
+    return (
+        bool(_TRAINED_MODEL.search(title))
+        and bool(_ERROR_WORD.search(title))
+        and not _LOADING.search(title)
+        and bool(_SERVING.search(text))
+    )
 
 
 def _speed_question(text: str) -> bool:

@@ -22,6 +22,17 @@ from kb.scope import assess
         "Error when running generate_v2_distributed with Mixtral 8x22b",  # a generation recipe
         "LoRA SFT on Mistral-7B is 3x slower than full fine-tuning, is that expected?",
         "ORPO 训练速度太慢了，8 张卡一个 epoch 要两天，GPU 利用率只有 30%",  # speed, nothing fails
+        # an inference engine or an LLM app, named in a path or the prose
+        'File "/app/tensorrt_llm/examples/run.py", line 632\nRuntimeError: CUDA out of memory',
+        "使用 langchain-ChatGLM 加载 baichuan 时 loader 出错 UnboundLocalError",
+        "When I pick Gemma 2 in the web-ui it returns SyntaxError",
+        # a model someone trained, failing when served
+        "部署通过XTuner训练的Qwen-1.8B-Chat报错",
+        "[BUG] ptuning后的chatglm2-6B报错\n本地部署，python startup.py 运行过程中报错",
+        "chatglm3全量微调，使用api接口推理时报错",
+        "Mixtral example is giving non-sensical output",  # the output of a model, nothing trained
+        # from_pretrained's progress bar is loading, not training talk
+        "web_demo.py 推理\nLoading checkpoint shards: 100%|###| 4/4\nValueError: bad tokenizer",
     ],
 )
 def test_using_or_serving_a_model_is_out_of_scope(text):
@@ -43,6 +54,13 @@ def test_using_or_serving_a_model_is_out_of_scope(text):
         "training slows down after 100 steps and then hangs, NCCL timeout",  # slow, then a hang
         "训练速度很慢，而且跑了一会儿就报错 CUDA error",  # slow and an error: a failure report
         "多卡训练速度很慢，最后卡在 step 100 不动了",  # slow, then stuck: a hang
+        # a training script or metric inside an identifier is training talk
+        "HTTPError when running train_ppo_llama_ray.sh",
+        "run_sft.sh 的 eval_loss 一直不降",
+        "lora_deepspeed 报错 ValueError: DistributedDataParallel device_ids ... 期待回复",
+        # trained and then chatting fails, but the headline is about the trained config: no API
+        "微调Internlm2成功，但推理时就报错 ValueError: Target modules not found",
+        "Qwen2 SFT outputs only empty strings after training",  # output after training: in scope
     ],
 )
 def test_training_reports_stay_in_scope(text):
@@ -94,3 +112,13 @@ def test_a_long_chinese_paste_is_read_in_linear_time():
         start = time.perf_counter()
         assess(text)
         assert time.perf_counter() - start < 1.5
+
+
+def test_a_bare_traceback_with_model_outputs_is_not_read_as_using_a_model():
+    # A traceback pasted alone names no training word; "outputs = model(...)" is code, not a
+    # headline about a model's output, so a matched error string still decides.
+    text = (
+        'File "modeling_llama.py", line 1183, in forward\n    outputs = self.model(input_ids)\n'
+        "RuntimeError: CUDA error: device-side assert triggered"
+    )
+    assert not assess(text).using_only
