@@ -258,23 +258,11 @@ class Retriever:
         with no image, vision or VLM word, or a case limited to other families than it names."""
         if text_only and aid in self._vision_only:
             return "no image or vision-language model in the report"
-        case_families = self._families.get(aid)
-        if named and case_families and not case_families & named:
-            return (
-                f"the report is about {'/'.join(sorted(named))}, this case about "
-                f"{'/'.join(sorted(case_families))}"
-            )
-        return ""
+        return _names_only_others(named, self._families.get(aid))
 
     def _launcher_mismatch(self, aid: str, launchers: frozenset[str]) -> str:
         """Why a case for one framework's own script cannot be about the report's launcher."""
-        case_launchers = self._launchers.get(aid)
-        if launchers and case_launchers and not case_launchers & launchers:
-            return (
-                f"the report is about {'/'.join(sorted(launchers))}, this case about "
-                f"{'/'.join(sorted(case_launchers))}"
-            )
-        return ""
+        return _names_only_others(launchers, self._launchers.get(aid))
 
     def rank(self, cands: dict[str, _Candidate], k: int, context: QueryContext) -> list[Hit]:
         scored = []
@@ -299,6 +287,17 @@ class Retriever:
                 )
             )
         return hits
+
+
+def _names_only_others(named: frozenset[str], limited_to: frozenset[str] | None) -> str:
+    """'the report is about qwen, this case about glm' when the report names some of a kind
+    (model families, launchers) and none of those the case is limited to; "" otherwise."""
+    if named and limited_to and not limited_to & named:
+        return (
+            f"the report is about {'/'.join(sorted(named))}, this case about "
+            f"{'/'.join(sorted(limited_to))}"
+        )
+    return ""
 
 
 def fused_score(

@@ -57,8 +57,7 @@ _SERVING = re.compile(
 _USING = re.compile(
     # generate_v2_distributed, generate.py: a generation recipe or script
     _L + r"(inference|infer|predict(?:ion)?s?|generate[A-Za-z0-9_]{0,30}|api|get_response|"
-    r"(?:web_|cli_)?demo(?:\.py)?|streamlit)" + _R
-    + r"|推理|调用|接口",
+    r"(?:web_|cli_)?demo(?:\.py)?|streamlit)" + _R + r"|推理|调用|接口",
     re.IGNORECASE,
 )
 # Training finished and *using* the result fails ("微调后predict报错", "after fine-tuning, inference
@@ -87,6 +86,8 @@ _ERROR_WORD = re.compile(r"报错|出错|错误|失败|error|fail|exception", re
 # title counts, since tracebacks are full of "outputs = model(...)".
 _OUTPUT_HEADLINE = re.compile(_L + r"outputs?" + _R + r"|输出", re.IGNORECASE)
 _LOADING = re.compile(r"加载|载入|load\w*|checkpoint|adapter|size mismatch", re.IGNORECASE)
+# from_pretrained's progress bar: loading a model, which inference does as much as training.
+_LOADING_SHARDS = re.compile(r"Loading checkpoint shards", re.IGNORECASE)
 # Vision/diffusion models: LoRA and "fine-tune" are used there too, but kb knows LLM training.
 _NON_LLM = re.compile(
     r"\b(resnet\d*|cifar-?\d*|mnist|imagenet|yolo\w*|stable[ -]?diffusion|sdxl|controlnet|"
@@ -172,16 +173,13 @@ class Scope:
         return ""
 
 
-# from_pretrained's progress bar: loading a model, which inference does as much as training.
-_LOADING_SHARDS = re.compile(r"Loading checkpoint shards", re.IGNORECASE)
-
-
 def assess(text: str) -> Scope:
     head = text[:20_000]
+    title = head.strip().split("\n", 1)[0]
     training_text = _LOADING_SHARDS.sub(" ", head)
     training = len(set(m.group(0).lower() for m in _TRAINING.finditer(training_text)))
     using = len(set(m.group(0).lower() for m in _USING.finditer(head)))
-    using += bool(_OUTPUT_HEADLINE.search(head.strip().split("\n", 1)[0]))
+    using += bool(_OUTPUT_HEADLINE.search(title))
     if _NOT_TRAINED.search(head):
         # Talking about the model before training: its training word is not training talk.
         training, using = max(training - 1, 0), using + 1
@@ -191,8 +189,8 @@ def assess(text: str) -> Scope:
         serving_cues=len(set(m.group(0).lower() for m in _SERVING.finditer(head))),
         feature_request=bool(_FEATURE_REQUEST.search(head)),
         non_llm=bool(_NON_LLM.search(head)) and not _LLM.search(head),
-        used_after_training=_used_after_training(head) or _trained_model_served(head),
-        speed_question=_speed_question(head),
+        used_after_training=_used_after_training(head) or _trained_model_served(head, title),
+        speed_question=_speed_question(head, title),
     )
 
 
@@ -201,8 +199,7 @@ def _used_after_training(text: str) -> bool:
     return bool(match) and not _LOADING.search(match.group(0))
 
 
-def _trained_model_served(text: str) -> bool:
-    title = text.strip().split("\n", 1)[0]
+def _trained_model_served(text: str, title: str) -> bool:
     return (
         bool(_TRAINED_MODEL.search(title))
         and bool(_ERROR_WORD.search(title))
@@ -211,10 +208,9 @@ def _trained_model_served(text: str) -> bool:
     )
 
 
-def _speed_question(text: str) -> bool:
+def _speed_question(text: str, title: str) -> bool:
     """Speed is the headline (the title, or twice in the report) and nothing fails outright."""
     if _FAILING.search(text):
         return False
-    title = text.strip().split("\n", 1)[0]
     speed_words = {m.group(0).lower() for m in _SPEED.finditer(text)}
     return bool(_SPEED.search(title)) or len(speed_words) >= 2
