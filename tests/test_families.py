@@ -3,6 +3,7 @@
 import pytest
 
 from kb.families import families_named
+from kb.retrieval import QueryContext
 
 GLM4_CASE = "repo-glm4-finetune-config-unexpected-keyword-freezev"
 
@@ -40,3 +41,17 @@ def test_a_glm4_script_case_does_not_answer_a_qwen_report(real_assistant):
     # Its own error string still finds it, whatever model the report names.
     matched = text.replace("'packing'", "'freezeV'")
     assert _top_ids(real_assistant, matched)[0] == GLM4_CASE
+
+
+def test_a_family_case_is_only_marked_unconfirmed_when_the_report_names_no_model(real_assistant):
+    retriever = real_assistant.retriever
+    unnamed = "训练时 TypeError: __init__() got an unexpected keyword argument 'packing'"
+    cands = retriever.candidates(unnamed, QueryContext())
+    assert GLM4_CASE in cands
+    assert cands[GLM4_CASE].family_unconfirmed  # a GLM-4 case, and no model in the report
+    general = [a for a, c in cands.items() if not retriever._families.get(a)]
+    assert general and not any(cands[a].family_unconfirmed for a in general)
+    # Its own error string confirms it whether or not the model is named.
+    own = unnamed.replace("'packing'", "'freezeV'")
+    assert not retriever.candidates(own, QueryContext())[GLM4_CASE].family_unconfirmed
+    assert _top_ids(real_assistant, own)[0] == GLM4_CASE
