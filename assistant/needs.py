@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from assistant.errorlines import WRAPPER
 from assistant.signals import LogSignals
 
 TRACEBACK = "traceback"  # the full traceback including the final exception line
@@ -49,3 +50,17 @@ def missing_info(text: str, signals: LogSignals) -> list[str]:
     if not signals.versions:
         asks.append(VERSIONS)
     return asks
+
+
+def signature_is_the_error(signatures: list[str], signals: LogSignals) -> bool:
+    """Whether the error strings a case matched are the error itself, so nothing more is needed.
+
+    A case can match on "ChildFailedError" or "failed (exitcode: 1)" alone: that says a worker
+    died, not why, so the user is still asked for the worker's traceback. Exit code -9 does say
+    why (the kernel killed it for memory) and counts as the error.
+    """
+    if not signatures:
+        return False
+    if signals.has_error_text:
+        return True
+    return any(not WRAPPER.search(sig) or "-9" in sig for sig in signatures)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from assistant.answer import Answer, RunAdvice, answer_language, compose_answer
 from assistant.changes import changes_for_run, lacks_bf16
 from assistant.logs import analyze
-from assistant.needs import missing_info
+from assistant.needs import missing_info, signature_is_the_error
 from assistant.redact import redact
 from assistant.reduce import reduce_log
 from assistant.signals import LogSignals
@@ -103,8 +103,11 @@ class Assistant:
         hits = self.retriever.search(query, k or self.settings.top_k, context)
         timings["retrieve"] = (time.perf_counter() - t1) * 1000
         abstained, reason = _abstain(clean, hits, self.settings.abstain_threshold)
-        # A known error string matched verbatim is the error text, even without "ValueError:".
-        matched_error = bool(hits and not abstained and hits[0].signatures)
+        # A known error string matched verbatim is the error text, even without "ValueError:",
+        # unless it only says that a worker process died.
+        matched_error = bool(
+            hits and not abstained and signature_is_the_error(hits[0].signatures, signals)
+        )
         needs = [] if matched_error else missing_info(clean, signals)
         language = answer_language(text)
         snippets = tailor_snippets(hits[0].article, signals) if hits and not abstained else []

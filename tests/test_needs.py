@@ -48,3 +48,27 @@ def test_asks(text, asks):
 )
 def test_complete_reports_need_nothing(text):
     assert missing_info(text, analyze(text)) == []
+
+
+WRAPPER_ONLY = (
+    "多卡训练报错：\n"
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+    "train.py FAILED\n"
+    "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0"
+)
+
+
+def test_a_matched_wrapper_line_still_asks_for_the_workers_traceback(real_assistant):
+    prepared = real_assistant.prepare(WRAPPER_ONLY)
+    assert prepared.hits[0].signatures  # the torchrun triage case matched on the wrapper line
+    assert prepared.needs[0] == "traceback"
+
+
+def test_a_matched_exit_code_minus_9_is_the_error(real_assistant):
+    text = (
+        "训练到一半被杀了：\nERROR:torch.distributed.elastic.multiprocessing.api:failed "
+        "(exitcode: -9) local_rank: 0 (pid: 1234) of binary: /usr/bin/python"
+    )
+    prepared = real_assistant.prepare(text)
+    assert any("-9" in sig for sig in prepared.hits[0].signatures)
+    assert prepared.needs == []
