@@ -52,15 +52,12 @@ def missing_info(text: str, signals: LogSignals) -> list[str]:
     return asks
 
 
-def signature_is_the_error(signatures: list[str], signals: LogSignals) -> bool:
+def signature_is_the_error(signatures: list[str]) -> bool:
     """Whether the error strings a case matched are the error itself, so nothing more is needed.
 
     A case can match on "ChildFailedError" or "failed (exitcode: 1)" alone: that says a worker
     died, not why, so the user is still asked for the worker's traceback. Exit code -9 does say
     why (the kernel killed it for memory) and counts as the error.
     """
-    if not signatures:
-        return False
-    if signals.has_error_text:
-        return True
+    # (Reports with other error text need nothing either way: missing_info returns [] for them.)
     return any(not WRAPPER.search(sig) or "-9" in sig for sig in signatures)

@@ -106,7 +106,7 @@ class Assistant:
         # A known error string matched verbatim is the error text, even without "ValueError:",
         # unless it only says that a worker process died.
         matched_error = bool(
-            hits and not abstained and signature_is_the_error(hits[0].signatures, signals)
+            hits and not abstained and signature_is_the_error(hits[0].signatures)
         )
         needs = [] if matched_error else missing_info(clean, signals)
         language = answer_language(text)
