@@ -55,14 +55,6 @@ _ERROR_CASED = re.compile(
     r"(?<![A-Za-z0-9_])(?:\w+\.)*(?:[A-Z]\w*)?(?:Error|Exception)(?::|\s*$)|\bERROR\b|\[E(?: |\])"
     r"|^\s*(?:\[[^\]]*\]\s*)*(?:error|fatal):"
 )
-# Launcher exceptions that only say "a child died"; the root cause is the other exception.
-WRAPPER_ERRORS = ("ChildFailedError", "CalledProcessError")
-# Lines that only say a process died; the cause is in another line the user did not paste.
-WRAPPER = re.compile(
-    "|".join(WRAPPER_ERRORS)
-    + r"|exitcode\s*:|exited with return code|SIGTERM|Sending process \d+ closing signal",
-    re.IGNORECASE,
-)
 _WARNING = re.compile(r"Warning:|\bWARNING\b|\[W(?: |\])|\bWARN\b|OVERFLOW!|Skipping step", re.I)
 
 

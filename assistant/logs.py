@@ -13,7 +13,7 @@ from collections import deque
 
 from assistant.anomalies import AnomalyMonitor
 from assistant.context import extract_context
-from assistant.errorlines import WRAPPER, WRAPPER_ERRORS, classify
+from assistant.errorlines import classify
 from assistant.metrics import (
     RecordShape,
     parse_plain,
@@ -25,6 +25,7 @@ from assistant.metrics import (
 from assistant.signals import Anomaly, ErrorInfo, LogSignals, Point
 from assistant.tracebacks import TracebackCollector, split_prefix
 from assistant.version_talk import version_change
+from kb.signatures import WRAPPER, WRAPPER_ERRORS
 
 MAX_REGEX_LINE = 10_000  # longer lines get only a cheap scan: no regex runs on them
 MAX_ERROR_LINES = 60

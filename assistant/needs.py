@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from assistant.errorlines import WRAPPER
 from assistant.signals import LogSignals
+from kb.signatures import only_says_a_process_died
 
 TRACEBACK = "traceback"  # the full traceback including the final exception line
 METRICS = "metrics"  # the metric lines of the log or trainer_state.json
@@ -60,4 +60,4 @@ def signature_is_the_error(signatures: list[str]) -> bool:
     why (the kernel killed it for memory) and counts as the error.
     """
     # (Reports with other error text need nothing either way: missing_info returns [] for them.)
-    return any(not WRAPPER.search(sig) or "-9" in sig for sig in signatures)
+    return any(not only_says_a_process_died(sig) for sig in signatures)

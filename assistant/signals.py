@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from assistant.errorlines import WRAPPER_ERRORS
 from kb.errors import KbError
+from kb.signatures import WRAPPER_ERRORS
 
 # Points kept per series in to_dict(); the web app and the JSON API do not need more.
 MAX_POINTS = 500

@@ -13,7 +13,7 @@ from kb.families import article_families, families_named
 from kb.index import LoadedIndex
 from kb.launchers import article_launchers, launchers_named
 from kb.modality import is_vision_only, mentions_vision
-from kb.signatures import SignatureMatcher
+from kb.signatures import SignatureMatcher, only_says_a_process_died
 from kb.text import metric_statements, tokenize
 
 RRF_K = 10  # rank-fusion constant; 10 vs 30 measured: same MRR, 10 gives better hit@3
@@ -186,7 +186,13 @@ class Retriever:
             return cands.setdefault(aid, _Candidate())
 
         matches = self.matcher.match(text)
-        for rank, aid in enumerate(_dedupe(m.article_id for m in matches), 1):
+        # "ChildFailedError" only says a worker died: when the log also carries an error string
+        # that names why (SIGKILL, a CUDA error), the wrapper's triage case gets no signature vote.
+        ranked = matches
+        if any(not only_says_a_process_died(m.signature) for m in matches):
+            named = {m.article_id for m in matches if not only_says_a_process_died(m.signature)}
+            ranked = [m for m in matches if m.article_id in named]
+        for rank, aid in enumerate(_dedupe(m.article_id for m in ranked), 1):
             cand(aid).ranks["signature"] = rank
         for m in matches:
             if m.signature not in cand(m.article_id).signatures:

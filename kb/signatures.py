@@ -11,6 +11,22 @@ from kb.text import normalize_for_match
 # Regex work is bounded: a hostile paste must not make matching slow.
 MAX_MATCH_CHARS = 200_000
 
+# Launcher exceptions that only say "a child died"; the root cause is the other exception.
+WRAPPER_ERRORS = ("ChildFailedError", "CalledProcessError")
+# Lines that only say a process died; the cause is in another line the user did not paste.
+WRAPPER = re.compile(
+    "|".join(WRAPPER_ERRORS)
+    + r"|exitcode\s*:|exited with return code|SIGTERM|Sending process \d+ closing signal"
+    + r"|Root Cause \(first observed failure\)|To enable traceback see:",
+    re.IGNORECASE,
+)
+
+
+def only_says_a_process_died(signature: str) -> bool:
+    """ "ChildFailedError" or "failed (exitcode: 1)" say a worker died, not why. Exit code -9 does
+    say why (the kernel killed it, nearly always for host memory), so it is not a wrapper."""
+    return bool(WRAPPER.search(signature)) and "-9" not in signature
+
 
 @dataclass(frozen=True)
 class SignatureMatch:
@@ -36,7 +52,12 @@ class SignatureMatcher:
                         self._literal.append((article.id, sig, norm))
 
     def match(self, text: str) -> list[SignatureMatch]:
-        """Every signature found in the text, strongest first (one entry per article+signature)."""
+        """Every signature found in the text, strongest first (one entry per article+signature).
+
+        A match that only says a process died goes after every match that names an error: with
+        ChildFailedError and "Signal 9 (SIGKILL)" in one log, the launcher's longer string must not
+        put the wrapper's triage case above the case for the kill.
+        """
         text = text[:MAX_MATCH_CHARS]
         norm = normalize_for_match(text)
         found: dict[tuple[str, str], SignatureMatch] = {}
@@ -47,7 +68,9 @@ class SignatureMatcher:
             span = pattern.span_in(text)
             if span:
                 found[(article_id, sig)] = SignatureMatch(article_id, sig, float(span[1] - span[0]))
-        return sorted(found.values(), key=lambda s: -s.strength)
+        return sorted(
+            found.values(), key=lambda s: (only_says_a_process_died(s.signature), -s.strength)
+        )
 
 
 # "A[\s\S]*B" ("this frame, then later that error") makes the regex engine retry from every A to

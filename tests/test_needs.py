@@ -72,3 +72,30 @@ def test_a_matched_exit_code_minus_9_is_the_error(real_assistant):
     prepared = real_assistant.prepare(text)
     assert any("-9" in sig for sig in prepared.hits[0].signatures)
     assert prepared.needs == []
+
+
+# torchrun's summary of a worker the kernel killed: the launcher's lines ("ChildFailedError",
+# "Root Cause (first observed failure)") are longer strings than the kill's, but only the kill
+# says why.
+KILLED_UNDER_TORCHRUN = (
+    "跑到第 300 步进程没了：\n"
+    "[WARNING] Sending process 4121 closing signal SIGTERM\n"
+    "[ERROR] failed (exitcode: -9) local_rank: 0 (pid: 4120) of binary: /usr/bin/python3\n"
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+    "train.py FAILED\n"
+    "Root Cause (first observed failure):\n"
+    "  exitcode  : -9 (pid: 4120)\n"
+    "  traceback : Signal 9 (SIGKILL) received by PID 4120\n"
+)
+
+
+def test_a_kill_under_torchrun_ranks_the_kill_above_the_wrapper(real_assistant):
+    prepared = real_assistant.prepare(KILLED_UNDER_TORCHRUN)
+    assert prepared.hits[0].article.failure_mode == "host-resource-crash"
+    assert prepared.needs == []
+
+
+def test_the_torchrun_summary_header_alone_still_asks_for_the_traceback(real_assistant):
+    text = "多卡训练挂了\ntrain.py FAILED\nRoot Cause (first observed failure):\n[0]:\n  rank: 0"
+    prepared = real_assistant.prepare(text)
+    assert prepared.needs[0] == "traceback"

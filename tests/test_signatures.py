@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 
 from kb.articles import load_articles
-from kb.signatures import _Chain, compile_signature
+from kb.signatures import _Chain, compile_signature, only_says_a_process_died
 
 ROOT = Path(__file__).resolve().parents[1]
 SIGNATURES = sorted(
@@ -79,3 +79,11 @@ def test_curly_and_full_width_quotes_match_an_ascii_signature():
         "AttributeError: module trl has no attribute GRPOConfig. Did you mean: 'ORPOConfig'?",
     ):
         assert [m.article_id for m in matcher.match(text)], text
+
+
+def test_launcher_lines_are_told_from_errors_that_say_why():
+    assert not only_says_a_process_died("torch.distributed.elastic.multiprocessing.errors")
+    assert only_says_a_process_died("ChildFailedError")
+    assert only_says_a_process_died("Root Cause (first observed failure)")
+    assert not only_says_a_process_died("re:failed \\(exitcode: -9\\) local_rank: \\d+")
+    assert not only_says_a_process_died("CUDA out of memory")
