@@ -22,10 +22,16 @@ WRAPPER = re.compile(
 )
 
 
+# A negative exit code is the signal that killed the worker: -9 (SIGKILL, nearly always the kernel
+# reclaiming host memory), -11 (SIGSEGV), -7 (SIGBUS) each name a cause. -15 (SIGTERM) is the
+# launcher stopping the other workers after one failed, so it says nothing.
+_SIGNAL_EXIT = re.compile(r"-(?!15\b)\d+\b|\(SIG(?!TERM)[A-Z]+\)")
+
+
 def only_says_a_process_died(signature: str) -> bool:
-    """ "ChildFailedError" or "failed (exitcode: 1)" say a worker died, not why. Exit code -9 does
-    say why (the kernel killed it, nearly always for host memory), so it is not a wrapper."""
-    return bool(WRAPPER.search(signature)) and "-9" not in signature
+    """ "ChildFailedError" or "failed (exitcode: 1)" say a worker died, not why; "failed
+    (exitcode: -9)" says the kernel killed it, so it is not a wrapper."""
+    return bool(WRAPPER.search(signature)) and not _SIGNAL_EXIT.search(signature)
 
 
 @dataclass(frozen=True)

@@ -87,3 +87,5 @@ def test_launcher_lines_are_told_from_errors_that_say_why():
     assert only_says_a_process_died("Root Cause (first observed failure)")
     assert not only_says_a_process_died("re:failed \\(exitcode: -9\\) local_rank: \\d+")
     assert not only_says_a_process_died("CUDA out of memory")
+    assert not only_says_a_process_died("re:exitcode\\s*:\\s*-11")  # SIGSEGV names the crash
+    assert only_says_a_process_died("failed (exitcode: -15)")  # SIGTERM: the launcher's own stop
