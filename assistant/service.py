@@ -193,6 +193,7 @@ def retrieval_input(
         stage=signals.stage,
         framework=signals.framework,
         hinted_modes=hinted_modes(signals),
+        precision=signals.precision,
     )
 
 

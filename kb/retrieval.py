@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,19 @@ CONTRADICTED_SHARE = 0.5
 # reports to the right mode first and none away; 0.8 cost one.
 UNNAMED_FAMILY_SHARE = 0.9
 CONTRADICTION_METRICS = ("grad_norm",)  # loss 0 can be a nan hidden by the Trainer's filter
+# Failure modes that only fp16 training has: overflow past 65504, underflow of small gradients,
+# DeepSpeed's dynamic loss scaling and GradScaler's unscale. bf16 has float32's range and no loss
+# scaling, so a run that states bf16 (and not fp16) cannot be one of them unless the case's own
+# error string matched.
+FP16_ONLY_MODES = frozenset(
+    {
+        "fp16-overflow-nan",
+        "fp16-underflow-large-model",
+        "deepspeed-loss-scale",
+        "fp16-unscale-trainable-params",
+    }
+)
+_METRIC_LINE = re.compile(r"'(?:loss|grad_norm|eval_loss)'|train_loss")
 # Dense cosine range of the bundled e5 model on this corpus, used to place a hit on 0..1
 # (measured with `kb eval`; see README, Quality).
 DENSE_FLOOR, DENSE_CEIL = 0.80, 0.92
@@ -91,6 +105,7 @@ class QueryContext:
     # Failure modes the log itself points at (e.g. "works after downgrading" -> a version
     # mismatch); articles of these modes get a ranked list of their own in the fusion.
     hinted_modes: tuple[str, ...] = ()
+    precision: str | None = None  # training precision the log states (fp16, bf16, fp32 ...)
 
 
 @dataclass
@@ -250,6 +265,10 @@ class Retriever:
                     self._launcher_mismatch(aid, launchers)
                 )
                 c.family_unconfirmed = not named and bool(self._families.get(aid))
+            # A matched metric line ("'loss': 0.0, 'grad_norm': nan") is what the run did, not
+            # which precision it ran in: only an error string overrides the stated precision.
+            if not c.contradicts and all(_METRIC_LINE.search(sig) for sig in c.signatures):
+                c.contradicts = self._precision_mismatch(aid, context.precision)
         if context.hinted_modes:
             hinted = [
                 a
@@ -272,6 +291,13 @@ class Retriever:
         if text_only and aid in self._vision_only:
             return "no image or vision-language model in the report"
         return _names_only_others(named, self._families.get(aid))
+
+    def _precision_mismatch(self, aid: str, precision: str | None) -> str:
+        """Why an fp16-only case cannot be about a run that trains in bf16."""
+        article = self.index.articles.get(aid)
+        if precision == "bf16" and article and article.failure_mode in FP16_ONLY_MODES:
+            return "the run trains in bf16; this happens only in fp16"
+        return ""
 
     def _launcher_mismatch(self, aid: str, launchers: frozenset[str]) -> str:
         """Why a case for one framework's own script cannot be about the report's launcher."""
