@@ -329,7 +329,26 @@ def _precision(text: str, flags: dict[str, str]) -> str | None:
         or (flags.get("fp16", "").lower() == "false" and flags.get("bf16", "").lower() == "false")
     ):
         return "fp32"
-    return None
+    return _python_precision(text)
+
+
+# Python forms no flag parser reads: TrainingArguments(fp16=True), SFTConfig(bf16=True),
+# from_pretrained(..., torch_dtype=torch.bfloat16), nanoGPT's `dtype = 'float16'`.
+_PY_AMP = re.compile(r"(?<![\w-])(fp16|bf16)\s*=\s*True\b")
+_PY_DTYPE = re.compile(
+    r"(?<![\w-])(?:torch_)?dtype\s*=\s*(?:torch\.|['\"])(bfloat16|float16|half)\b"
+)
+
+
+def _python_precision(text: str) -> str | None:
+    head = text[:200_000]
+    amp = {m.group(1) for m in _PY_AMP.finditer(head)}
+    if len(amp) == 1:
+        return amp.pop()
+    dtypes = {
+        "fp16" if m.group(1) in ("float16", "half") else "bf16" for m in _PY_DTYPE.finditer(head)
+    }
+    return dtypes.pop() if len(dtypes) == 1 else None
 
 
 def _unquote(value: str) -> str:

@@ -651,3 +651,17 @@ def test_wandb_run_summary_is_read(summary):
 
 def test_one_slash_pair_in_prose_is_not_a_summary():
     assert analyze("I set train/loss 0.5 in the config").metrics == {}
+
+
+@pytest.mark.parametrize(
+    "text, precision",
+    [
+        ('args = TrainingArguments(output_dir="out", fp16=True)', "fp16"),
+        ("config = SFTConfig(bf16=True, per_device_train_batch_size=2)", "bf16"),
+        ("model = AutoModelForCausalLM.from_pretrained(p, torch_dtype=torch.bfloat16)", "bf16"),
+        ("# nanoGPT 配置\ndtype = 'float16'\nbatch_size = 12", "fp16"),
+        ("fp16=True 和 bf16=True 都试过了", None),  # both tried: the report does not say which ran
+    ],
+)
+def test_precision_is_read_from_python_arguments(text, precision):
+    assert analyze(text).precision == precision
