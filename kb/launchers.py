@@ -63,3 +63,28 @@ def article_launchers(article: Article) -> frozenset[str]:
     if not launchers or frameworks - LISTED - _UNDERNEATH:
         return frozenset()
     return frozenset(launchers)
+
+
+# Tools a case's title can be about, beyond the launchers: "Unsloth on T4 / V100 ...",
+# "Megatron ... context parallel". A title that names a tool says the case is that tool's.
+_TITLE_SPELLINGS = {
+    **_SPELLINGS,
+    "unsloth": r"unsloth",
+    "megatron": r"megatron|nemo",
+    "nanogpt": r"nano[-_]?gpt",
+}
+_TITLE_NAMED = {
+    name: re.compile(ASCII_LEFT + r"(?:" + spelling + r")" + ASCII_RIGHT, re.IGNORECASE)
+    for name, spelling in _TITLE_SPELLINGS.items()
+}
+
+
+def tools_named(text: str) -> frozenset[str]:
+    """The launchers and tools (unsloth, Megatron, nanoGPT) the text names."""
+    head = text[:200_000]
+    return frozenset(name for name, pattern in _TITLE_NAMED.items() if pattern.search(head))
+
+
+def title_tools(article: Article) -> frozenset[str]:
+    """The tools a case's title names: the case is about running that tool."""
+    return tools_named(article.title)

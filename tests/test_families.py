@@ -3,6 +3,7 @@
 import pytest
 
 from kb.families import families_named
+from kb.launchers import tools_named
 from kb.retrieval import QueryContext
 
 GLM4_CASE = "repo-glm4-finetune-config-unexpected-keyword-freezev"
@@ -49,9 +50,34 @@ def test_a_family_case_is_only_marked_unconfirmed_when_the_report_names_no_model
     cands = retriever.candidates(unnamed, QueryContext())
     assert GLM4_CASE in cands
     assert cands[GLM4_CASE].family_unconfirmed  # a GLM-4 case, and no model in the report
-    general = [a for a, c in cands.items() if not retriever._families.get(a)]
+    general = [a for a in cands if not retriever._families.get(a) and not retriever._title_tools[a]]
     assert general and not any(cands[a].family_unconfirmed for a in general)
     # Its own error string confirms it whether or not the model is named.
     own = unnamed.replace("'packing'", "'freezeV'")
     assert not retriever.candidates(own, QueryContext())[GLM4_CASE].family_unconfirmed
     assert _top_ids(real_assistant, own)[0] == GLM4_CASE
+
+
+UNSLOTH_V100_CASE = "unsloth-t4-v100-bf16-fp16-precision-mismatch"
+
+
+@pytest.mark.parametrize(
+    "text, tools",
+    [
+        ("Unsloth on T4 / V100: Your setup doesn't support bf16/gpu", {"unsloth"}),
+        ("用 llamafactory-cli train 跑 Megatron 转换后的权重", {"llamafactory", "megatron"}),
+        ("nanoGPT 在 V100 上 float16 训练几千步后 loss 变 nan", {"nanogpt"}),
+        ("HF Trainer with fp16=True on a V100", set()),
+    ],
+)
+def test_tools_are_read_from_titles_and_reports(text, tools):
+    assert tools_named(text) == tools
+
+
+def test_a_tool_case_is_unconfirmed_when_the_report_never_names_the_tool(real_assistant):
+    retriever = real_assistant.retriever
+    report = "T4 上 bf16 不支持，改成 fp16 之后又报精度不匹配"
+    cands = retriever.candidates(report, QueryContext())
+    assert UNSLOTH_V100_CASE in cands and cands[UNSLOTH_V100_CASE].family_unconfirmed
+    named = retriever.candidates("unsloth: " + report, QueryContext())
+    assert not named[UNSLOTH_V100_CASE].family_unconfirmed
