@@ -37,16 +37,26 @@ _SPELLINGS = {
     "firefly": r"firefly",
     "easyr1": r"easyr1",
 }
-_NAMED = {
-    name: re.compile(ASCII_LEFT + r"(?:" + spelling + r")" + ASCII_RIGHT, re.IGNORECASE)
-    for name, spelling in _SPELLINGS.items()
-}
+
+
+def _compile(spellings: dict[str, str]) -> dict[str, re.Pattern[str]]:
+    return {
+        name: re.compile(ASCII_LEFT + r"(?:" + spelling + r")" + ASCII_RIGHT, re.IGNORECASE)
+        for name, spelling in spellings.items()
+    }
+
+
+def _names_in(text: str, patterns: dict[str, re.Pattern[str]]) -> frozenset[str]:
+    head = text[:200_000]
+    return frozenset(name for name, pattern in patterns.items() if pattern.search(head))
+
+
+_NAMED = _compile(_SPELLINGS)
 
 
 def launchers_named(text: str) -> frozenset[str]:
     """The training launchers the report names."""
-    head = text[:200_000]
-    return frozenset(name for name, pattern in _NAMED.items() if pattern.search(head))
+    return _names_in(text, _NAMED)
 
 
 # Libraries a launcher-only case may still list: they run under the launcher, and name nothing
@@ -73,16 +83,12 @@ _TITLE_SPELLINGS = {
     "megatron": r"megatron|nemo",
     "nanogpt": r"nano[-_]?gpt",
 }
-_TITLE_NAMED = {
-    name: re.compile(ASCII_LEFT + r"(?:" + spelling + r")" + ASCII_RIGHT, re.IGNORECASE)
-    for name, spelling in _TITLE_SPELLINGS.items()
-}
+_TITLE_NAMED = _compile(_TITLE_SPELLINGS)
 
 
 def tools_named(text: str) -> frozenset[str]:
     """The launchers and tools (unsloth, Megatron, nanoGPT) the text names."""
-    head = text[:200_000]
-    return frozenset(name for name, pattern in _TITLE_NAMED.items() if pattern.search(head))
+    return _names_in(text, _TITLE_NAMED)
 
 
 def title_tools(article: Article) -> frozenset[str]:
