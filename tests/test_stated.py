@@ -39,7 +39,10 @@ def test_stated_nan_routes_a_title_only_report_to_precision(real_assistant):
     # One of the precision cases first (which one is close: the report names no GPU or dtype).
     precision = {"fp16-overflow-nan", "attn-kernel-nan", "fp16-underflow-large-model"}
     assert prepared.hits[0].article.failure_mode in precision
-    assert "fp16-overflow-nan" in {h.article.failure_mode for h in prepared.hits[:3]}
+    # The fp16 overflow case is among the cases shown. (Its closest articles are ms-swift's and
+    # LLaMA-Factory's, which weigh less for a report that names no tool, so since session 12 the
+    # learning-rate case can come before it.)
+    assert "fp16-overflow-nan" in {h.article.failure_mode for h in prepared.hits}
     # A statement is not a logged curve: kb still asks for the metric lines.
     assert "metrics" in prepared.needs
 
