@@ -56,8 +56,9 @@ def signature_is_the_error(signatures: list[str]) -> bool:
     """Whether the error strings a case matched are the error itself, so nothing more is needed.
 
     A case can match on "ChildFailedError" or "failed (exitcode: 1)" alone: that says a worker
-    died, not why, so the user is still asked for the worker's traceback. Exit code -9 does say
-    why (the kernel killed it for memory) and counts as the error.
+    died, not why, so the user is still asked for the worker's traceback. A negative exit code
+    (other than -15) names the signal that killed it (-9: the kernel, for memory) and counts as
+    the error.
     """
     # (Reports with other error text need nothing either way: missing_info returns [] for them.)
     return any(not only_says_a_process_died(sig) for sig in signatures)

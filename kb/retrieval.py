@@ -207,10 +207,8 @@ class Retriever:
         matches = self.matcher.match(text)
         # "ChildFailedError" only says a worker died: when the log also carries an error string
         # that names why (SIGKILL, a CUDA error), the wrapper's triage case gets no signature vote.
-        ranked = matches
-        if any(not only_says_a_process_died(m.signature) for m in matches):
-            named = {m.article_id for m in matches if not only_says_a_process_died(m.signature)}
-            ranked = [m for m in matches if m.article_id in named]
+        says_why = {m.article_id for m in matches if not only_says_a_process_died(m.signature)}
+        ranked = [m for m in matches if m.article_id in says_why] if says_why else matches
         for rank, aid in enumerate(_dedupe(m.article_id for m in ranked), 1):
             cand(aid).ranks["signature"] = rank
         for m in matches:
