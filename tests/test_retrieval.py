@@ -76,3 +76,35 @@ def test_a_case_naming_grad_norm_nan_is_demoted_when_the_run_logs_grad_norm_zero
     both = score(text, "grad_norm is 0 at step 1", "grad_norm is nan at step 9")
     assert both == score(text, "grad_norm is nan at step 9", "grad_norm is 0 at step 1")
     assert both > 0.75 * score(text, "grad_norm is nan at step 9", "grad_norm is nan at step 1")
+
+
+def _mode_order(scored_rows, modes_of):
+    """Failure modes in the order _order_by_mode puts their articles, from (score, id, sig) rows."""
+    from types import SimpleNamespace
+
+    from kb.retrieval import _Candidate, _order_by_mode
+
+    articles = {aid: SimpleNamespace(failure_mode=mode) for aid, mode in modes_of.items()}
+    scored = [(score, aid, _Candidate(signatures=sigs)) for score, aid, sigs in scored_rows]
+    return [aid for _, aid, _ in _order_by_mode(scored, articles)]
+
+
+def test_several_fitting_cases_of_one_mode_outrank_one_case_that_fits_a_little_better():
+    modes = {"crash-a": "framework-bug", "ver-1": "version", "ver-2": "version", "ver-3": "version"}
+    rows = [(1.00, "crash-a", []), (0.95, "ver-1", []), (0.94, "ver-2", []), (0.93, "ver-3", [])]
+    # version: 0.95 + 0.1 * (0.94 + 0.93) = 1.137 > 1.0; the runners-up of a shown mode come last
+    assert _mode_order(rows, modes) == ["ver-1", "crash-a", "ver-2", "ver-3"]
+
+
+def test_a_mode_that_fits_clearly_worse_gains_nothing_from_its_many_cases():
+    modes = {"rm": "lora-rm", **{f"fp16-{i}": "fp16" for i in range(8)}}
+    rows = [(1.00, "rm", [])] + [(0.80 - i * 0.01, f"fp16-{i}", []) for i in range(8)]
+    # fp16 scores below 0.85 of the top: without the gate 0.8 + 0.1 * 5.32 would put it first
+    assert _mode_order(rows, modes)[:2] == ["rm", "fp16-0"]
+
+
+def test_the_top_case_with_a_matched_error_string_keeps_its_mode_first():
+    modes = {"sig": "framework-bug", "ver-1": "version", "ver-2": "version", "ver-3": "version"}
+    rows = [(1.00, "sig", ["KeyError: 'x'"]), (0.99, "ver-1", []), (0.98, "ver-2", [])]
+    rows.append((0.97, "ver-3", []))
+    assert _mode_order(rows, modes)[0] == "sig"
