@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,7 +53,7 @@ CONTRADICTED_SHARE = 0.5
 # none fewer, one fewer in the top 3.
 UNNAMED_FAMILY_SHARE = 0.9
 # How much other fitting cases of one failure mode add to its best case's score when modes are
-# ordered (see _order_by_mode), and how deep in the fused list they count. Over dev and the work
+# ordered (see order_by_mode), and how deep in the fused list they count. Over dev and the work
 # samples (753 in-scope reports, 1079 articles; shares 0.05-0.3, depths 5-40 tried) 0.1 of the
 # top 20 put 32 more right modes first on the natural samples and 6 more of their 182 reports with
 # error text, dev unchanged (29 of 42); deeper or larger shares gained more there but cost dev.
@@ -332,7 +333,7 @@ class Retriever:
             fused = fused_score(c.ranks, bool(c.contradicts))
             scored.append((fused * UNNAMED_FAMILY_SHARE if c.family_unconfirmed else fused, aid, c))
         scored.sort(key=lambda t: (-t[0], t[1]))
-        scored = _order_by_mode(scored, self.index.articles)
+        scored = order_by_mode(scored, lambda aid: self.index.articles[aid].failure_mode)
         hits = []
         for rank, (fused, aid, c) in enumerate(scored[:k], 1):
             evidence = _evidence(c, context)
@@ -402,7 +403,13 @@ def _contradiction(claims: dict[str, set[str]], observed: dict[str, set[str]]) -
     return ""
 
 
-def _order_by_mode(scored: list, articles: dict) -> list:
+def order_by_mode(
+    scored: list,
+    mode_of: Callable[[str], str],
+    share: float = MODE_SUPPORT_SHARE,
+    depth: int = MODE_SUPPORT_DEPTH,
+    gate: float = MODE_SUPPORT_GATE,
+) -> list:
     """Best article of each failure mode first, modes in order of their support, then the
     runners-up of modes already shown.
 
@@ -412,27 +419,28 @@ def _order_by_mode(scored: list, articles: dict) -> list:
     several distinct cases of one mode that all fit ("ImportError ... cannot import name" from
     three version-mismatch cases) make that mode likelier than one case of another that fits a
     little better (within MODE_SUPPORT_GATE of the top score). An exact error string of the best
-    article keeps its mode first.
+    article keeps its mode first. `scored` holds (score, article id, candidate) best first;
+    share, depth and gate are parameters so that scripts/tune_fusion.py can measure others.
     """
     support: dict[str, float] = {}
     best: dict[str, tuple] = {}
     later = []
-    for depth, item in enumerate(scored):
-        mode = articles[item[1]].failure_mode
+    for position, item in enumerate(scored):
+        mode = mode_of(item[1])
         if mode not in best:
             best[mode] = item
             support[mode] = item[0]
         else:
             later.append(item)
-            if depth < MODE_SUPPORT_DEPTH:
-                support[mode] += MODE_SUPPORT_SHARE * item[0]
+            if position < depth:
+                support[mode] += share * item[0]
     top_score = scored[0][0] if scored else 0.0
     for mode, item in best.items():
-        if item[0] < MODE_SUPPORT_GATE * top_score:
+        if item[0] < gate * top_score:
             support[mode] = item[0]
     modes = sorted(best, key=lambda m: -support[m])  # stable: ties keep the score order
     if scored and scored[0][2].signatures:
-        lead = articles[scored[0][1]].failure_mode
+        lead = mode_of(scored[0][1])
         modes = [lead] + [m for m in modes if m != lead]
     return [best[m] for m in modes] + later
 

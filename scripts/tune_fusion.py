@@ -5,7 +5,9 @@ Every case runs through the real pipeline once (redact, analyze, reduce, every c
 fusion is then re-scored for each candidate weight setting without touching the index again.
 Coordinate search picks weights by the mean of hit@1, hit@3 and MRR over all sets given, and
 each set's numbers are also shown when it is left out of the search (leave-one-set-out), so a
-gain that only fits one set shows up as such.
+gain that only fits one set shows up as such. Modes are ordered exactly as `kb ask` orders them
+(order_by_mode, with the family demotion), and a small grid of mode-support settings is shown
+next to the shipped one.
 
     .venv/bin/python scripts/tune_fusion.py ../shared/eval/dev.jsonl eval/natural-*.jsonl
 
@@ -26,7 +28,18 @@ from assistant.logs import analyze
 from assistant.redact import redact
 from assistant.service import Assistant, retrieval_input
 from kb.evaluate import OUT_OF_SCOPE, load_cases
-from kb.retrieval import CONTRADICTED_SHARE, RRF_K, WEIGHTS, fused_score
+from kb.retrieval import (
+    CONTRADICTED_SHARE,
+    MODE_SUPPORT_DEPTH,
+    MODE_SUPPORT_GATE,
+    MODE_SUPPORT_SHARE,
+    RRF_K,
+    UNNAMED_FAMILY_SHARE,
+    WEIGHTS,
+    _Candidate,
+    fused_score,
+    order_by_mode,
+)
 from kb.settings import Settings
 
 GRID = (0.0, 0.15, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
@@ -38,8 +51,8 @@ class CachedCase:
     set_name: str
     expected: str
     has_error_text: bool | None
-    # (failure mode, channel -> rank, contradicted by the log) per candidate
-    ranks: list[tuple[str, dict[str, int], bool]]
+    # (article id, failure mode, the retriever's evidence for it) per candidate
+    ranks: list[tuple[str, str, _Candidate]]
 
 
 def collect(paths: list[Path]) -> list[CachedCase]:
@@ -55,7 +68,7 @@ def collect(paths: list[Path]) -> list[CachedCase]:
             query, context = retrieval_input(clean, analyze(clean))
             cands = retriever.candidates(query, context)
             ranks = [
-                (articles[aid].failure_mode, dict(c.ranks), bool(c.contradicts))
+                (aid, articles[aid].failure_mode, c)
                 for aid, c in sorted(cands.items())
                 if aid in articles
             ]
@@ -63,14 +76,29 @@ def collect(paths: list[Path]) -> list[CachedCase]:
     return out
 
 
+@dataclass(frozen=True)
+class ModeSupport:
+    share: float = MODE_SUPPORT_SHARE
+    depth: int = MODE_SUPPORT_DEPTH
+    gate: float = MODE_SUPPORT_GATE
+
+
 def mode_rank(
-    case: CachedCase, weights: dict[str, float], rrf_k: float, contradicted_share: float
+    case: CachedCase,
+    weights: dict[str, float],
+    rrf_k: float,
+    contradicted_share: float,
+    support: ModeSupport = ModeSupport(),
 ) -> int | None:
-    scored = sorted(
-        (-fused_score(ranks, contradicted, weights, rrf_k, contradicted_share), i, mode)
-        for i, (mode, ranks, contradicted) in enumerate(case.ranks)
-    )
-    modes = list(dict.fromkeys(mode for _, _, mode in scored))[:TOP_K]
+    # The same steps as Retriever.rank: fuse, demote unconfirmed families, order by mode.
+    scored = []
+    for aid, _, c in case.ranks:
+        fused = fused_score(c.ranks, bool(c.contradicts), weights, rrf_k, contradicted_share)
+        scored.append((fused * UNNAMED_FAMILY_SHARE if c.family_unconfirmed else fused, aid, c))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    mode_of = {aid: mode for aid, mode, _ in case.ranks}.__getitem__
+    ordered = order_by_mode(scored, mode_of, support.share, support.depth, support.gate)
+    modes = list(dict.fromkeys(mode_of(aid) for _, aid, _ in ordered))[:TOP_K]
     return modes.index(case.expected) + 1 if case.expected in modes else None
 
 
@@ -79,8 +107,9 @@ def metrics(
     weights: dict[str, float],
     rrf_k: float,
     contradicted_share: float = CONTRADICTED_SHARE,
+    support: ModeSupport = ModeSupport(),
 ) -> dict:
-    ranks = [mode_rank(c, weights, rrf_k, contradicted_share) for c in cases]
+    ranks = [mode_rank(c, weights, rrf_k, contradicted_share, support) for c in cases]
     n = len(ranks) or 1
     return {
         "hit@1": sum(r == 1 for r in ranks) / n,
@@ -146,6 +175,18 @@ def main(argv: list[str]) -> int:
         print(f"\nwith CONTRADICTED_SHARE {share}:")
         for name, cases_of_set in by_set.items():
             m = metrics(cases_of_set, WEIGHTS, RRF_K, share)
+            print(f"  {name:18s} {m['hit@1']:.3f} / {m['hit@3']:.3f} / {m['mrr']:.3f}")
+    for support in (
+        ModeSupport(share=0.0),
+        ModeSupport(gate=0.0),
+        ModeSupport(gate=0.7),
+        ModeSupport(gate=0.9),
+        ModeSupport(share=0.2),
+        ModeSupport(depth=40),
+    ):
+        print(f"\nwith {support}:")
+        for name, cases_of_set in by_set.items():
+            m = metrics(cases_of_set, WEIGHTS, RRF_K, CONTRADICTED_SHARE, support)
             print(f"  {name:18s} {m['hit@1']:.3f} / {m['hit@3']:.3f} / {m['mrr']:.3f}")
     tuned = search(by_set, WEIGHTS, RRF_K)
     report("searched on all sets", by_set, tuned, RRF_K)

@@ -79,14 +79,11 @@ def test_a_case_naming_grad_norm_nan_is_demoted_when_the_run_logs_grad_norm_zero
 
 
 def _mode_order(scored_rows, modes_of):
-    """Failure modes in the order _order_by_mode puts their articles, from (score, id, sig) rows."""
-    from types import SimpleNamespace
+    """Article ids in the order order_by_mode puts them, from (score, id, signatures) rows."""
+    from kb.retrieval import _Candidate, order_by_mode
 
-    from kb.retrieval import _Candidate, _order_by_mode
-
-    articles = {aid: SimpleNamespace(failure_mode=mode) for aid, mode in modes_of.items()}
     scored = [(score, aid, _Candidate(signatures=sigs)) for score, aid, sigs in scored_rows]
-    return [aid for _, aid, _ in _order_by_mode(scored, articles)]
+    return [aid for _, aid, _ in order_by_mode(scored, modes_of.__getitem__)]
 
 
 def test_several_fitting_cases_of_one_mode_outrank_one_case_that_fits_a_little_better():
