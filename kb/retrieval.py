@@ -53,17 +53,16 @@ CONTRADICTED_SHARE = 0.5
 # none fewer, one fewer in the top 3.
 UNNAMED_FAMILY_SHARE = 0.9
 # How much other fitting cases of one failure mode add to its best case's score when modes are
-# ordered (see order_by_mode), and how deep in the fused list they count. Over dev and the work
-# samples (753 in-scope reports, 1079 articles; shares 0.05-0.3, depths 5-40 tried) 0.1 of the
-# top 20 put 32 more right modes first on the natural samples and 6 more of their 182 reports with
-# error text, dev unchanged (29 of 42); deeper or larger shares gained more there but cost dev.
+# ordered (see order_by_mode), and how deep in the fused list they count; shares 0.05-0.3 and
+# depths 5-40 were tried over dev and the work samples (753 in-scope reports, 1079 articles):
+# larger shares or deeper lists cost dev (share 0.2: 29 -> 28 of 42 first; depth 40: 27).
 MODE_SUPPORT_SHARE = 0.1
 MODE_SUPPORT_DEPTH = 20
 # Support counts only for a mode whose best case scores at least this share of the top case:
 # a mode that fits clearly worse must not overtake by having many articles (fp16 overflow, with
-# many cases, outranked the LoRA reward-model case for a LoRA reward model's nan loss). With the
-# gate, simulated on the same samples: work 23 more right modes first (of 711), error text 4 more
-# (of 182), dev and the seed cases unchanged; without it the seed case fell to second.
+# many cases, outranked the LoRA reward-model case for a LoRA reward model's nan loss). Measured
+# with kb eval on those reports: 263 -> 286 right modes first, 445 -> 450 in the top 3, dev and the
+# seed cases unchanged; ungated gave 295 first but the seed case fell to second.
 MODE_SUPPORT_GATE = 0.85
 CONTRADICTION_METRICS = ("grad_norm",)  # loss 0 can be a nan hidden by the Trainer's filter
 # Failure modes that only fp16 training has: overflow past 65504, underflow of small gradients,
@@ -326,14 +325,10 @@ class Retriever:
         return _names_only_others(launchers, self._launchers.get(aid))
 
     def rank(self, cands: dict[str, _Candidate], k: int, context: QueryContext) -> list[Hit]:
-        scored = []
-        for aid, c in cands.items():
-            if aid not in self.index.articles:
-                continue
-            fused = fused_score(c.ranks, bool(c.contradicts))
-            scored.append((fused * UNNAMED_FAMILY_SHARE if c.family_unconfirmed else fused, aid, c))
-        scored.sort(key=lambda t: (-t[0], t[1]))
-        scored = order_by_mode(scored, lambda aid: self.index.articles[aid].failure_mode)
+        known = {aid: c for aid, c in cands.items() if aid in self.index.articles}
+        scored = order_by_mode(
+            score_candidates(known), lambda aid: self.index.articles[aid].failure_mode
+        )
         hits = []
         for rank, (fused, aid, c) in enumerate(scored[:k], 1):
             evidence = _evidence(c, context)
@@ -373,6 +368,22 @@ def fused_score(
     scripts/tune_fusion.py; search uses the defaults)."""
     score = sum(weights[name] / (rrf_k + r) for name, r in ranks.items())
     return score * contradicted_share if contradicted else score
+
+
+def score_candidates(
+    cands: dict[str, _Candidate],
+    weights: dict[str, float] = WEIGHTS,
+    rrf_k: float = RRF_K,
+    contradicted_share: float = CONTRADICTED_SHARE,
+) -> list[tuple[float, str, _Candidate]]:
+    """(fused score, article id, candidate) best first, ties by id; a case whose model family
+    the report never names weighs UNNAMED_FAMILY_SHARE."""
+    scored = []
+    for aid, c in cands.items():
+        fused = fused_score(c.ranks, bool(c.contradicts), weights, rrf_k, contradicted_share)
+        scored.append((fused * UNNAMED_FAMILY_SHARE if c.family_unconfirmed else fused, aid, c))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return scored
 
 
 def _metric_claims(article: Article) -> dict[str, set[str]]:
@@ -425,19 +436,16 @@ def order_by_mode(
     support: dict[str, float] = {}
     best: dict[str, tuple] = {}
     later = []
+    top_score = scored[0][0] if scored else 0.0
     for position, item in enumerate(scored):
         mode = mode_of(item[1])
         if mode not in best:
             best[mode] = item
             support[mode] = item[0]
-        else:
-            later.append(item)
-            if position < depth:
-                support[mode] += share * item[0]
-    top_score = scored[0][0] if scored else 0.0
-    for mode, item in best.items():
-        if item[0] < gate * top_score:
-            support[mode] = item[0]
+            continue
+        later.append(item)
+        if position < depth and best[mode][0] >= gate * top_score:
+            support[mode] += share * item[0]
     modes = sorted(best, key=lambda m: -support[m])  # stable: ties keep the score order
     if scored and scored[0][2].signatures:
         lead = mode_of(scored[0][1])

@@ -34,11 +34,10 @@ from kb.retrieval import (
     MODE_SUPPORT_GATE,
     MODE_SUPPORT_SHARE,
     RRF_K,
-    UNNAMED_FAMILY_SHARE,
     WEIGHTS,
     _Candidate,
-    fused_score,
     order_by_mode,
+    score_candidates,
 )
 from kb.settings import Settings
 
@@ -90,12 +89,9 @@ def mode_rank(
     contradicted_share: float,
     support: ModeSupport = ModeSupport(),
 ) -> int | None:
-    # The same steps as Retriever.rank: fuse, demote unconfirmed families, order by mode.
-    scored = []
-    for aid, _, c in case.ranks:
-        fused = fused_score(c.ranks, bool(c.contradicts), weights, rrf_k, contradicted_share)
-        scored.append((fused * UNNAMED_FAMILY_SHARE if c.family_unconfirmed else fused, aid, c))
-    scored.sort(key=lambda t: (-t[0], t[1]))
+    # The same two steps as Retriever.rank, with the knobs under test.
+    cands = {aid: c for aid, _, c in case.ranks}
+    scored = score_candidates(cands, weights, rrf_k, contradicted_share)
     mode_of = {aid: mode for aid, mode, _ in case.ranks}.__getitem__
     ordered = order_by_mode(scored, mode_of, support.share, support.depth, support.gate)
     modes = list(dict.fromkeys(mode_of(aid) for _, aid, _ in ordered))[:TOP_K]
