@@ -116,3 +116,20 @@ def test_case_cards_for_a_chinese_reader_are_labelled_and_reasoned_in_chinese():
     assert "原因" in zh and "依据" in zh and "与标题和症状共有的词" in zh
     assert "Cause:" not in zh and "shared terms" not in zh
     assert "Cause:" in en and "shared terms in summary" in en
+
+
+@pytest.mark.parametrize(
+    "confidences, abstains",
+    [
+        ([0.20, 0.60, 0.10], False),  # the first case shown is weak, the runner-up is close
+        ([0.20, 0.30, 0.10], True),  # none of the cases shown is close
+    ],
+)
+def test_abstains_only_when_no_case_shown_is_similar_enough(confidences, abstains):
+    from assistant.service import _abstain
+
+    hits, _ = _hits(confidences)
+    # Chinese training talk, so the scope rules leave the decision to the similarity check.
+    abstained, reason = _abstain("SFT 训练 loss 一直是 nan，grad_norm 也是 nan", hits, 0.35)
+    assert abstained is abstains
+    assert reason == ("the closest cases are not similar enough" if abstains else "")

@@ -96,7 +96,7 @@ def test_several_fitting_cases_of_one_mode_outrank_one_case_that_fits_a_little_b
 def test_a_mode_that_fits_clearly_worse_gains_nothing_from_its_many_cases():
     modes = {"rm": "lora-rm", **{f"fp16-{i}": "fp16" for i in range(8)}}
     rows = [(1.00, "rm", [])] + [(0.80 - i * 0.01, f"fp16-{i}", []) for i in range(8)]
-    # fp16 scores below 0.85 of the top: without the gate 0.8 + 0.1 * 5.32 would put it first
+    # fp16 scores below the gate (0.87 of the top): ungated, 0.8 + 0.1 * 5.32 would put it first
     assert _mode_order(rows, modes)[:2] == ["rm", "fp16-0"]
 
 
