@@ -83,6 +83,9 @@ HEADINGS = {
 
 # A runner-up this close to the first case is shown in full under "Also possible".
 CLOSE_SHARE = 0.85
+# How many cases every surface lists (case cards, "nearest cases"); abstention and the LLM guard
+# look at the same ones.
+CASES_SHOWN = 3
 
 VERSIONS_COMMAND = 'pip list | grep -E "torch|transformers|trl|peft|deepspeed|accelerate"'
 NEEDS_TEXT = {
@@ -188,7 +191,7 @@ def compose_answer(
             lines.append(f"({h['why_none']}: {reason})")
         if hits:
             lines.append(f"{h['nearest']}:")
-            for hit in hits[:3]:
+            for hit in hits[:CASES_SHOWN]:
                 lines.append(
                     f"- {_title(hit, language)} [{hit.article.id}, {hit.article.failure_mode}]"
                 )

@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import replace
 
-from assistant.answer import Answer
+from assistant.answer import CASES_SHOWN, Answer
 from assistant.guard import contradictions, invented_names, repetitive, trim_to_sentence, ungrounded
 from assistant.prompts import build_messages
 from kb.errors import ModelUnavailable
@@ -55,7 +55,7 @@ def review(text: str, prepared) -> list[str]:
     problems = []
     if repetitive(text):
         problems.append("the text repeats itself")
-    invented = invented_names(text, prepared.hits[:3])
+    invented = invented_names(text, prepared.hits[:CASES_SHOWN])
     if invented:
         problems.append("invented names " + ", ".join(invented[:5]))
     article = prepared.hits[0].article

@@ -6,6 +6,7 @@ import html
 
 from markdown_it import MarkdownIt
 
+from assistant.answer import CASES_SHOWN
 from kb.articles import Article
 from kb.retrieval import Hit
 from kb.text import has_cjk
@@ -74,7 +75,7 @@ def case_cards_html(hits: list[Hit], abstained: bool, language: str = "en") -> s
         cards.append("<p class='kb-abstain'><b>No known case matches.</b> Nearest cases:</p>")
     zh = language == "zh"
     labels = CARD_LABELS["zh" if zh else "en"]
-    for hit in hits[:3]:
+    for hit in hits[:CASES_SHOWN]:
         a = hit.article
         title = a.zh.get("title") if zh and a.zh.get("title") else a.title
         cause = a.zh.get("cause") if zh and a.zh.get("cause") else a.cause

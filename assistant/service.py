@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from assistant.answer import Answer, RunAdvice, answer_language, compose_answer
+from assistant.answer import CASES_SHOWN, Answer, RunAdvice, answer_language, compose_answer
 from assistant.changes import changes_for_run, lacks_bf16
 from assistant.logs import analyze
 from assistant.needs import missing_info, signature_is_the_error
@@ -225,9 +225,6 @@ def _preference_lr_too_high(signals: LogSignals) -> bool:
     return any(r >= PREFERENCE_LR_CEILING for r in rates if r == r)
 
 
-ABSTAIN_LOOKS_AT = 3  # how many of the shown cases the similarity check looks at
-
-
 def _abstain(text: str, hits: list[Hit], threshold: float) -> tuple[bool, str]:
     """Abstain when nothing is close enough, or the report is not about training at all.
 
@@ -248,7 +245,7 @@ def _abstain(text: str, hits: list[Hit], threshold: float) -> tuple[bool, str]:
     # a runner-up matches the words better (over dev and the work samples, 753 in-scope reports:
     # 25 in-scope abstentions with the first case alone, 3 with the best of three; out-of-scope
     # abstentions 45 either way).
-    if max(h.confidence for h in hits[:ABSTAIN_LOOKS_AT]) < threshold:
+    if max(h.confidence for h in hits[:CASES_SHOWN]) < threshold:
         return True, "the closest cases are not similar enough"
     return False, ""
 
