@@ -145,6 +145,26 @@ _STAGE_WORDS = {
     "cpo": "dpo",
     "ipo": "dpo",
 }
+# The stage named in prose ("训练奖励模型时 loss nan", "my DPO run", "GRPO 训练"), read only
+# when no flag or trainer name in the text said it. Ordered so that a run that names two stages
+# gets the later one: "SFT 之后做 DPO" is a DPO report, "PPO with a reward model" a PPO one.
+_STAGE_PROSE = (
+    ("grpo", re.compile(r"(?<![a-z])(?:grpo|dapo|gspo)(?![a-z])")),
+    ("kto", re.compile(r"(?<![a-z])kto(?![a-z])")),
+    ("orpo", re.compile(r"(?<![a-z])orpo(?![a-z])")),
+    ("dpo", re.compile(r"(?<![a-z])(?:dpo|simpo|ipo)(?![a-z])")),
+    ("ppo", re.compile(r"(?<![a-z])ppo(?![a-z])")),
+    (
+        "rm",
+        re.compile(
+            r"(?<![a-z])(?:reward model(?:s|ing)?|rm training|train(?:ing)? (?:an? |the )?rm)"
+            r"(?![a-z])|奖励模型|rm ?训练|训练 ?rm(?![a-z])"
+        ),
+    ),
+    ("sft", re.compile(r"(?<![a-z])sft(?![a-z])|监督微调|指令微调")),
+    # Not a bare 预训练: "预训练模型" is the pretrained base model of any stage.
+    ("pretrain", re.compile(r"(?<![a-z])(?:pre-?training|pretrain)(?![a-z])|(?:增量|继续)预训练")),
+)
 _STAGE_SAID = re.compile(
     r"(?:rlhf_type|\bstage)[ \t]*[:=]?[ \t]*(pt|sft|rm|ppo|dpo|kto|orpo|grpo)\b"
 )
@@ -284,6 +304,9 @@ def _stage(text: str, flags: dict[str, str], metric_names: set[str]) -> str | No
         return "kto"
     if "rewards/margins" in metric_names or "rewards/chosen" in metric_names:
         return "dpo"
+    for stage, said_in_prose in _STAGE_PROSE:
+        if said_in_prose.search(low):
+            return stage
     return None
 
 

@@ -16,7 +16,7 @@ from kb.index import LoadedIndex
 from kb.launchers import article_launchers, launchers_named, title_tools, tools_named
 from kb.modality import is_vision_only, mentions_vision
 from kb.signatures import SignatureMatcher, only_says_a_process_died
-from kb.text import metric_statements, tokenize
+from kb.text import join_cjk_bigrams, metric_statements, tokenize
 
 RRF_K = 10  # rank-fusion constant; 10 vs 30 measured: same MRR, 10 gives better hit@3
 BM25_RELATIVE_FLOOR = 0.3  # a BM25 match below this share of the best one is dropped
@@ -71,6 +71,8 @@ MODE_SUPPORT_DEPTH = 20
 # session 15's weights, under which the Chinese seed case's fp16 neighbour scores 0.864 of it
 # (302 -> 301 first places in tune_fusion.py's simulation).
 MODE_SUPPORT_GATE = 0.87
+# A case listing more stages than this (or "any") is not about the report's stage in particular.
+STAGE_SPECIFIC_MAX = 2
 CONTRADICTION_METRICS = ("grad_norm",)  # loss 0 can be a nan hidden by the Trainer's filter
 # Failure modes that only fp16 training has: overflow past 65504, underflow of small gradients,
 # DeepSpeed's dynamic loss scaling and GradScaler's unscale. bf16 has float32's range and no loss
@@ -265,10 +267,12 @@ class Retriever:
                 for rank, aid in enumerate(order[:DENSE_CANDIDATES], 1):
                     cand(aid).ranks[channel] = rank
 
+        # A case about the report's stage, not one that merely lists it among many ("any" stage):
+        # otherwise every broad case gains as much as the one written for that stage.
         ctx_articles = [
             a.id
             for a in self.index.articles.values()
-            if (context.stage and context.stage in a.stages)
+            if (context.stage and context.stage in a.stages and _stage_specific(a.stages))
             or (context.framework and context.framework in a.frameworks)
         ]
         for aid in ctx_articles:
@@ -351,6 +355,11 @@ class Retriever:
                 )
             )
         return hits
+
+
+def _stage_specific(stages: list[str]) -> bool:
+    """A case written for one or two training stages, not for any."""
+    return "any" not in stages and len(stages) <= STAGE_SPECIFIC_MAX
 
 
 def _names_only_others(named: frozenset[str], limited_to: frozenset[str] | None) -> str:
@@ -511,7 +520,8 @@ def _evidence(c: _Candidate, context: QueryContext) -> list[tuple[str, str]]:
         related = [p for p in context.phrases if any(t in tokenize(p) for t in c.signal_terms)]
         for phrase in related[:3]:
             out.append((f"from your log: {phrase}", f"来自你的日志：{phrase}"))
-    terms = [t for t in c.bm25_terms if len(t) > 1]  # single CJK characters say little
+    # Single CJK characters say little; bigrams read as the words they came from.
+    terms = join_cjk_bigrams([t for t in c.bm25_terms if len(t) > 1])
     if terms:
         shared = ", ".join(terms[:6])
         zh_section = SECTION_ZH.get(c.bm25_section, c.bm25_section)

@@ -106,3 +106,33 @@ def normalize_for_match(text: str) -> str:
     # arrives with ‘GRPOConfig’ or “trl” instead of ASCII quotes.
     text = text.lower().translate(_QUOTES)
     return " ".join(text.split())
+
+
+def join_cjk_bigrams(terms: list[str]) -> list[str]:
+    """Matched terms as a person reads them: overlapping CJK bigrams become the run they came from.
+
+    The tokenizer splits "一直是" into "一直" and "直是"; shown as evidence, "直是" is not a word.
+    ["loss", "一直", "直是", "fp16"] -> ["loss", "一直是", "fp16"]
+    """
+    bigrams = [t for t in terms if len(t) == 2 and all(_CJK.match(ch) for ch in t)]
+    followers = {b[0]: b for b in reversed(bigrams)}  # the first-listed bigram wins a tie
+    starts = {b[0] for b in bigrams}
+    used: set[str] = set()
+    out = []
+    for term in terms:
+        if term not in bigrams:
+            out.append(term)
+            continue
+        continues_another = any(b[1] == term[0] and b != term for b in bigrams)
+        if term in used or continues_another:
+            continue  # shown inside the run that another bigram starts
+        run, last = term, term
+        used.add(term)
+        while last[1] in starts and followers[last[1]] not in used:
+            last = followers[last[1]]
+            used.add(last)
+            run += last[1]
+        out.append(run)
+    # A cycle ("环境", "境环") has no start: its bigrams stay as they are.
+    out.extend(b for b in dict.fromkeys(bigrams) if b not in used)
+    return out

@@ -665,3 +665,20 @@ def test_one_slash_pair_in_prose_is_not_a_summary():
 )
 def test_precision_is_read_from_python_arguments(text, precision):
     assert analyze(text).precision == precision
+
+
+@pytest.mark.parametrize(
+    "report, stage",
+    [
+        ("训练奖励模型时 loss 一直是 nan，用的 fp16", "rm"),
+        ("reward modeling with LoRA, accuracy stuck at 0.5", "rm"),
+        ("SFT 之后做 DPO，loss 不降", "dpo"),
+        ("PPO with a reward model: the KL goes negative", "ppo"),
+        ("GRPO训练 reward 一直不涨", "grpo"),
+        ("增量预训练 loss 不降", "pretrain"),
+        # The pretrained base model of any stage is not a pretraining run.
+        ("加载预训练模型报错 from_pretrained", None),
+    ],
+)
+def test_stage_named_in_prose(report, stage):
+    assert analyze(report).stage == stage

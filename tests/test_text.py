@@ -1,7 +1,7 @@
 import pytest
 
 from kb.bm25 import BM25
-from kb.text import normalize_for_match, tokenize
+from kb.text import join_cjk_bigrams, normalize_for_match, tokenize
 
 
 @pytest.mark.parametrize(
@@ -84,3 +84,17 @@ def test_bm25_names_the_shared_terms_of_one_document_highest_weight_first():
     assert first[-1] in ("fp16", "loss")  # the terms two documents share weigh least
     assert set(bm25.matched_terms(query, 1)) >= {"pad", "llama-3"}
     assert bm25.matched_terms(tokenize("deepspeed"), 2) == []
+
+
+@pytest.mark.parametrize(
+    "terms, shown",
+    [
+        (["loss=nan", "直是", "fp16", "一直"], ["loss=nan", "fp16", "一直是"]),
+        (["训练", "练不", "不收", "收敛", "loss"], ["训练不收敛", "loss"]),
+        (["显存", "loss"], ["显存", "loss"]),
+        # A cycle has no first bigram: both stay, nothing is dropped.
+        (["环境", "境环"], ["环境", "境环"]),
+    ],
+)
+def test_evidence_terms_join_overlapping_chinese_bigrams(terms, shown):
+    assert join_cjk_bigrams(terms) == shown
