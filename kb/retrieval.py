@@ -159,6 +159,8 @@ class Retriever:
         self._families = {aid: article_families(a) for aid, a in index.articles.items()}
         self._launchers = {aid: article_launchers(a) for aid, a in index.articles.items()}
         self._title_tools = {aid: title_tools(a) for aid, a in index.articles.items()}
+        # Cases written for one or two stages: only they gain from the report's stage.
+        self._stage_cases = {aid for aid, a in index.articles.items() if _stage_specific(a.stages)}
 
     # --- single signals (also the eval baselines) -------------------------------------
     def bm25_articles(
@@ -272,7 +274,7 @@ class Retriever:
         ctx_articles = [
             a.id
             for a in self.index.articles.values()
-            if (context.stage and context.stage in a.stages and _stage_specific(a.stages))
+            if (context.stage and context.stage in a.stages and a.id in self._stage_cases)
             or (context.framework and context.framework in a.frameworks)
         ]
         for aid in ctx_articles:

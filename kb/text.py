@@ -116,7 +116,6 @@ def join_cjk_bigrams(terms: list[str]) -> list[str]:
     """
     bigrams = [t for t in terms if len(t) == 2 and all(_CJK.match(ch) for ch in t)]
     followers = {b[0]: b for b in reversed(bigrams)}  # the first-listed bigram wins a tie
-    starts = {b[0] for b in bigrams}
     used: set[str] = set()
     out = []
     for term in terms:
@@ -128,7 +127,7 @@ def join_cjk_bigrams(terms: list[str]) -> list[str]:
             continue  # shown inside the run that another bigram starts
         run, last = term, term
         used.add(term)
-        while last[1] in starts and followers[last[1]] not in used:
+        while last[1] in followers and followers[last[1]] not in used:
             last = followers[last[1]]
             used.add(last)
             run += last[1]
