@@ -21,11 +21,28 @@ class KbGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.NoSuchOption as exc:
+            raise _pasted_text_as_option(exc) from exc
         except KbError as exc:
             raise click.ClickException(str(exc)) from exc
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)
+
+
+def _pasted_text_as_option(exc: click.NoSuchOption) -> click.UsageError:
+    """A pasted report that starts with '-' (the transformers issue template's "- `transformers`
+    version: ...", a "---" rule) reaches click as an unknown option; say how to pass it instead of
+    "No such option '- '"."""
+    name = exc.option_name.lstrip("-")
+    if name and (name[0].isalnum() and not any(ch.isspace() for ch in name)):
+        return exc
+    return click.UsageError(
+        "the query starts with '-', so it was read as an option: put -- before it "
+        '(kb ask -- "- transformers version ...") or read it from a file or stdin '
+        "(kb ask --file report.txt, kb ask - < report.txt)",
+        ctx=exc.ctx,
+    )
 
 
 @click.group(cls=KbGroup)

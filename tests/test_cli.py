@@ -125,6 +125,20 @@ def test_bad_input_is_one_line_error(runner, cli_env, args, stdin, message):
     assert "Traceback" not in res.stderr + res.stdout
 
 
+def test_pasted_report_starting_with_a_dash(runner, cli_env):
+    # The transformers issue template starts with "- `transformers` version: ...".
+    report = "- `transformers` version: 4.31.0\n- 训练时 loss 变成 nan"
+    res = runner.invoke(main, ["ask", report])
+    assert res.exit_code == 2
+    assert "put -- before it" in res.stderr and "No such option" not in res.stderr
+    # A mistyped flag keeps click's own message.
+    assert "No such option '--jsn'" in runner.invoke(main, ["ask", "--jsn", "x"]).stderr
+    assert runner.invoke(main, ["index"]).exit_code == 0
+    res = runner.invoke(main, ["search", "--json", "--", report])
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)["hits"]
+
+
 def test_corrupt_index_message(runner, cli_env):
     assert runner.invoke(main, ["index"]).exit_code == 0
     (cli_env.index_dir / "manifest.json").write_text("{not json")
