@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 
 from assistant.errorlines import classify
 from assistant.metrics import parse_record
 from assistant.signals import LogSignals
+from assistant.versions import PACKAGES
 
 _COMMAND_WORDS = (
     "torchrun",
@@ -32,6 +34,14 @@ _CONFIG_KEYS = (
     "per_device_train_batch_size",
     "quantization_bit",
 )
+# A row of `pip list` / `pip freeze` / `conda list`: "nvidia-cudnn-cu12    9.1.0.70",
+# "peft==0.12.0", "torch  2.4.0+cu121  /path/to/site-packages" (an optional location or build).
+_PACKAGE_ROW = re.compile(
+    r"^\s*(?:[-*]\s+)?`?([A-Za-z][\w.\-\[\]]*)`?(?:\s*==\s*|[ \t]{2,}|\t)v?\d+(?:\.[\w+\-]+)+"
+    r"(?:[ \t]+\S+){0,2}[ \t]*$"
+)
+PACKAGE_LISTING_MIN_ROWS = 3
+_CORE_PACKAGES = frozenset(p.lower().replace("_", "-") for p in PACKAGES)
 MAX_LINE = 400
 TRACEBACK_HEAD = 3
 TRACEBACK_TAIL = 24
@@ -102,6 +112,27 @@ def reduce_log(text: str, signals: LogSignals, max_chars: int = 4000) -> str:
     if last != len(lines) - 1:
         out.append("...")
     return "\n".join(out)
+
+
+def drop_package_listing(text: str) -> str:
+    """`text` without the rows of a pasted package listing that name other than the libraries
+    whose versions tell (torch, transformers, trl, ...).
+
+    Issue templates ask for `pip list`; its hundred rows ("nvidia-cudnn-cu12 9.1.0.70", "openai
+    1.54.4") are nothing the run did, yet they matched cases about those packages (a cuDNN
+    sub-library clash) better than the error did. The versions themselves are read from the whole
+    text before this. Text with fewer rows than a listing has comes back unchanged.
+    """
+    lines = text.split("\n")
+    rows = [i for i, line in enumerate(lines) if len(line) < 300 and _PACKAGE_ROW.match(line)]
+    if len(rows) < PACKAGE_LISTING_MIN_ROWS:
+        return text
+    dropped = {
+        i
+        for i in rows
+        if _PACKAGE_ROW.match(lines[i]).group(1).lower().replace("_", "-") not in _CORE_PACKAGES
+    }
+    return "\n".join(line for i, line in enumerate(lines) if i not in dropped)
 
 
 def _last_traceback(lines: list[str]) -> list[int]:

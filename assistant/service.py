@@ -12,7 +12,7 @@ from assistant.changes import changes_for_run, lacks_bf16
 from assistant.logs import analyze
 from assistant.needs import missing_info, signature_is_the_error
 from assistant.redact import redact
-from assistant.reduce import reduce_log
+from assistant.reduce import drop_package_listing, reduce_log
 from assistant.signals import LogSignals
 from assistant.stated import stated_metrics
 from assistant.tailor import fix_words, tailor_snippets
@@ -183,7 +183,7 @@ def retrieval_input(
     clean: str, signals: LogSignals, use_signals: bool = True
 ) -> tuple[str, QueryContext]:
     """The text the retriever reads (the log reduced to what tells) and what the analyzer saw."""
-    query = reduce_log(clean, signals, max_chars=RETRIEVAL_CHARS)
+    query = reduce_log(drop_package_listing(clean), signals, max_chars=RETRIEVAL_CHARS)
     if not use_signals:
         return query, QueryContext()
     return query, QueryContext(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-_PACKAGES = (
+PACKAGES = (  # the libraries whose versions tell; the rest of a pip list is noise
     "torch",
     "transformers",
     "trl",
@@ -34,7 +34,7 @@ _PACKAGES = (
     "python",
     "cuda",
 )
-_PKG = "|".join(re.escape(p) for p in sorted(_PACKAGES, key=len, reverse=True))
+_PKG = "|".join(re.escape(p) for p in sorted(PACKAGES, key=len, reverse=True))
 # Applied at each occurrence of a package name in lower-cased text (found with str.find).
 _VERSION_AT = re.compile(
     r"`?(?:\s+version)?(?:\s*\(gpu\?\))?(?:\s*(?:==|:|=|\s|\.{3,})\s*)v?"
@@ -55,7 +55,7 @@ def extract_versions(text: str) -> dict[str, str]:
     for name, version in _PIP_LIST.findall(text):
         found.setdefault(_package(name), version)
     low = text.lower()
-    for pkg in _PACKAGES:
+    for pkg in PACKAGES:
         key = _package(pkg)
         if key in found:
             continue

@@ -682,3 +682,26 @@ def test_precision_is_read_from_python_arguments(text, precision):
 )
 def test_stage_named_in_prose(report, stage):
     assert analyze(report).stage == stage
+
+
+def test_package_listing_keeps_only_the_libraries_that_tell():
+    from assistant.reduce import drop_package_listing
+    from assistant.versions import extract_versions
+
+    report = "\n".join(
+        [
+            "SFT Qwen3 报错 RuntimeError: CUDA error: device-side assert triggered",
+            "nvidia-cudnn-cu12             9.1.0.70",
+            "openai                        1.54.4",
+            "torch                         2.6.0",
+            "peft==0.12.0",
+            "transformers    4.51.0   /root/site-packages",
+        ]
+    )
+    kept = drop_package_listing(report)
+    assert "cudnn" not in kept and "openai" not in kept
+    assert "device-side assert" in kept and "peft==0.12.0" in kept
+    assert extract_versions(kept) == extract_versions(report)
+    # Two package lines are a statement, not a listing: left alone.
+    short = "我用的 nvidia-cudnn-cu12  9.1.0.70\ntorch  2.6.0 报错"
+    assert drop_package_listing(short) == short
