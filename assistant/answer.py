@@ -228,7 +228,7 @@ def compose_answer(
     if article.confirm:
         lines.append("")
         lines.append(f"### {h['confirm']}")
-        lines.extend(f"- {c}" for c in article.confirm)
+        lines.extend(f"- {c}" for c in _checks(top, language))
     if changes:
         lines.append("")
         lines.append(f"### {h['changes']}")
@@ -252,7 +252,7 @@ def compose_answer(
             lines.append(first_sentences(_cause(hit, language)))
             lines.extend(f"{i}. {step}" for i, step in enumerate(_fix_steps(hit, language), 1))
             # Its checks are what tells the two cases apart on the user's own machine.
-            lines.extend(f"- {h['confirm']}: {check}" for check in hit.article.confirm[:2])
+            lines.extend(f"- {h['confirm']}: {check}" for check in _checks(hit, language)[:2])
     lines.append("")
     lines.append(f"### {h['sources']}")
     lines.extend(f"- {url}" for url in article.sources)
@@ -285,6 +285,15 @@ def _cause(hit: Hit, language: str) -> str:
     if language == "zh" and hit.article.zh.get("cause"):
         return hit.article.zh["cause"]
     return hit.article.cause
+
+
+def _checks(hit: Hit, language: str) -> list[str]:
+    """The case's "how to confirm" checks; the Chinese ones only when they line up one to one
+    (kb validate enforces it, but a half-translated list would drop checks silently)."""
+    zh_checks = hit.article.zh.get("confirm") or []
+    if language == "zh" and len(zh_checks) == len(hit.article.confirm):
+        return zh_checks
+    return hit.article.confirm
 
 
 def _fix_steps(hit: Hit, language: str) -> list[str]:

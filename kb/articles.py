@@ -53,7 +53,7 @@ class Article:
     renames: list[Rename] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     verified_with: dict[str, str] = field(default_factory=dict)
-    zh: dict = field(default_factory=dict)  # {"title", "cause", "fix": [...]}
+    zh: dict = field(default_factory=dict)  # {"title", "cause", "fix": [...], "confirm": [...]}
     sections: dict[str, str] = field(default_factory=dict)  # body heading -> text
     raw_front_matter: dict = field(default_factory=dict)  # kept for the validator
 
@@ -241,6 +241,7 @@ def parse_article(path: Path) -> Article:
             "title": str(zh.get("title", "") or "").strip(),
             "cause": str(zh.get("cause", "") or "").strip(),
             "fix": _str_list(zh.get("fix")),
+            "confirm": _str_list(zh.get("confirm")),
         },
         sections=sections,
         raw_front_matter=meta,

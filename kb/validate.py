@@ -17,6 +17,7 @@ from kb.errors import ArticleError
 from kb.namelists import LAUNCHER_FLAGS, PY_CLASSES, LibraryMissing, class_params, target_names
 from kb.oneliners import one_liner_problem, one_liners
 from kb.text import has_cjk
+from kb.translation import lost_code
 
 TAXONOMY_FILE = Path(__file__).resolve().parent / "taxonomy.txt"
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -133,9 +134,16 @@ def validate_article(article: Article, modes: set[str]) -> list[Problem]:
     for url in article.sources:
         if not re.match(r"^https?://\S+$", url):
             err("sources", f"not a URL: {url!r}")
-    for key in ("title", "cause", "fix"):
+    for key in ("title", "cause", "fix", "confirm"):
         if not article.zh.get(key):
             err(f"zh.{key}", "missing: a Chinese question gets a Chinese answer")
+    zh_checks = article.zh.get("confirm") or []
+    if zh_checks and len(zh_checks) != len(article.confirm):
+        err("zh.confirm", f"{len(zh_checks)} checks, confirm has {len(article.confirm)}: one each")
+    for i, (english, chinese) in enumerate(zip(article.confirm, zh_checks, strict=False)):
+        lost = lost_code(english, chinese)
+        if lost:
+            err(f"zh.confirm[{i}]", f"does not keep the code of confirm[{i}] verbatim: {lost}")
     for section in SECTION_NAMES:
         if not article.sections.get(section, "").strip():
             err(f"## {section}", "body section missing or empty")
@@ -143,6 +151,7 @@ def validate_article(article: Article, modes: set[str]) -> list[Problem]:
         "fix": "\n".join(article.fix),
         "confirm": "\n".join(article.confirm),
         "zh.fix": "\n".join(article.zh.get("fix") or []),
+        "zh.confirm": "\n".join(zh_checks),
         # Markdown prose wraps lines inside inline code: a soft break there is a space.
         **{f"## {name}": " ".join(body.split("\n")) for name, body in article.sections.items()},
         **{f"snippets[{i}]": s.code for i, s in enumerate(article.snippets)},

@@ -53,11 +53,29 @@ def test_a_runner_up_that_fits_almost_as_well_gets_its_cause_and_every_fix_step(
     also = text.split("### " + ("也可能是" if language == "zh" else "Also possible"))[1]
     for step in steps:
         assert step in also
-    # and the checks that tell it apart from the first case
-    assert second.confirm and all(check in also for check in second.confirm[:2])
+    # and the checks that tell it apart from the first case, in the reader's language
+    checks = second.zh["confirm"] if language == "zh" else second.confirm
+    assert checks and all(check in also for check in checks[:2])
     assert ("几乎同样吻合" if language == "zh" else "fit almost as well") in text
     # The third is far below the first: not offered as an equal.
     assert third.title not in text and third.zh.get("title", third.title) not in text
+
+
+def test_chinese_answer_gives_the_checks_in_chinese_unless_half_translated():
+    from dataclasses import replace
+
+    hits, _ = _hits([0.95, 0.40, 0.30])
+    top = hits[0].article
+    assert top.zh["confirm"] and len(top.zh["confirm"]) == len(top.confirm)
+    zh = compose_answer(hits, False, "zh", []).text.split("### 如何确认")[1]
+    assert all(check in zh for check in top.zh["confirm"])
+    assert not any(check in zh for check in top.confirm if check not in top.zh["confirm"])
+    # A list with a check missing would silently drop one: the English list is shown instead.
+    half = replace(
+        top, zh={**top.zh, "confirm": top.zh["confirm"][:-1]}, confirm=top.confirm + ["x"]
+    )
+    text = compose_answer([replace(hits[0], article=half)], False, "zh", []).text
+    assert all(check in text for check in half.confirm)
 
 
 def test_no_also_possible_when_the_first_case_clearly_leads():

@@ -315,7 +315,7 @@ def test_article_hostile_front_matter_is_a_clear_error(tmp_path, front, message)
         ("snippets", "not a list", "snippets", []),
         ("renames", "[{old: a}]", "renames", []),
         ("verified_with", "[a, b]", "verified_with", {}),
-        ("zh", "3", "zh", {"title": "", "cause": "", "fix": []}),
+        ("zh", "3", "zh", {"title": "", "cause": "", "fix": [], "confirm": []}),
     ],
 )
 def test_article_wrong_field_types_fall_back(tmp_path, field, value, attr, expected):

@@ -61,6 +61,16 @@ def _break(tiny_articles: Path, old: str, new: str) -> list[str]:
             "\nrenames:\n  - language: python\n    target: torch\n    code: x = 1\nconfirm:\n",
             "renames[0]: missing library, old, new, since",
         ),
+        (  # a translated check that rewrote the name it tells the user to look at
+            '"第一个 nan 紧跟在一次 grad_norm 尖峰之后出现"',
+            '"第一个 nan 紧跟在一次梯度范数尖峰之后出现"',
+            "zh.confirm[0]: does not keep the code of confirm[0] verbatim: ['grad_norm']",
+        ),
+        (
+            '  - "第一个 nan 紧跟在一次 grad_norm 尖峰之后出现"\n',
+            "",
+            "zh.confirm: missing",
+        ),
         (
             '  - "the first nan appears right after a grad_norm spike"',
             '  - "python -c \\"print(args.fp16)\\" prints True"',
