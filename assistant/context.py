@@ -169,7 +169,18 @@ _STAGE_SAID = re.compile(
     r"(?:rlhf_type|\bstage)[ \t]*[:=]?[ \t]*(pt|sft|rm|ppo|dpo|kto|orpo|grpo)\b"
 )
 _STAGE_TEXT = (
-    ("grpo", ("grpotrainer", "grpoconfig", "train_grpo", "grpo_trainer", "adv_estimator=grpo")),
+    # num_generations is a GRPO/RLOO-only flag: a command carrying it is an online-RL run.
+    (
+        "grpo",
+        (
+            "grpotrainer",
+            "grpoconfig",
+            "train_grpo",
+            "grpo_trainer",
+            "adv_estimator=grpo",
+            "num_generations",
+        ),
+    ),
     ("kto", ("ktotrainer", "ktoconfig", "train_kto", "kto_loss")),
     ("orpo", ("orpotrainer", "orpo_training", "train_orpo")),
     ("dpo", ("dpotrainer", "dpoconfig", "train_dpo", "dpo_training", "dpo.py")),
