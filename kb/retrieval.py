@@ -344,7 +344,7 @@ class Retriever:
         )
         hits = []
         for rank, (fused, aid, c) in enumerate(scored[:k], 1):
-            evidence = _evidence(c, context)
+            evidence = _evidence(c, context, self.index.articles[aid])
             hits.append(
                 Hit(
                     article=self.index.articles[aid],
@@ -507,7 +507,33 @@ SECTION_ZH = {
 }
 
 
-def _evidence(c: _Candidate, context: QueryContext) -> list[tuple[str, str]]:
+# A "transformers 4.31.0" phrase: the versions assistant.signals lists among its phrases.
+_VERSION_PHRASE = re.compile(r"^(transformers|trl|torch|peft|deepspeed) (\d+)\.(\d+)\b")
+
+
+def _names_version_of(phrase: str, article: Article) -> bool:
+    """True unless the phrase is a library version the case never names: the package word alone
+    matches every case about that library, and "your transformers 4.31.0" shown as evidence for
+    a case about 4.43 reads as if the versions agreed."""
+    m = _VERSION_PHRASE.match(phrase)
+    if not m:
+        return True
+    pkg, major, minor = m.groups()
+    said = "\n".join(
+        [
+            article.title,
+            article.cause,
+            *article.error_signatures,
+            *article.conditions,
+            *article.symptoms,
+            *article.fix,
+            *(f"{name} {v}" for name, v in article.verified_with.items()),
+        ]
+    ).lower()
+    return pkg in said and re.search(rf"(?<![\d.]){major}\.{minor}(?!\d)", said) is not None
+
+
+def _evidence(c: _Candidate, context: QueryContext, article: Article) -> list[tuple[str, str]]:
     """Why a case matched, as (English, Chinese) pairs built from the same facts."""
     out = []
     for sig in c.signatures[:2]:
@@ -519,7 +545,11 @@ def _evidence(c: _Candidate, context: QueryContext) -> list[tuple[str, str]]:
             )
         )
     if c.signal_terms and context.phrases:
-        related = [p for p in context.phrases if any(t in tokenize(p) for t in c.signal_terms)]
+        related = [
+            p
+            for p in context.phrases
+            if any(t in tokenize(p) for t in c.signal_terms) and _names_version_of(p, article)
+        ]
         for phrase in related[:3]:
             out.append((f"from your log: {phrase}", f"来自你的日志：{phrase}"))
     # Single CJK characters say little; bigrams read as the words they came from.

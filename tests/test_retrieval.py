@@ -50,6 +50,20 @@ def test_signals_add_evidence(retriever):
     assert any(e.startswith("from your log") for e in hit.evidence)
 
 
+def test_a_library_version_is_evidence_only_for_a_case_that_names_it(retriever):
+    # The package word alone matches every case about it: "trl 0.11.0" is not evidence for a
+    # case checked on TRL 0.19, while "trl 0.19.1" is.
+    anomaly = "DPO loss stuck at 0.6931 (ln 2) from step 1"
+    for version, shown in (("0.19.1", True), ("0.11.0", False)):
+        phrases = (anomaly, f"trl {version}")
+        ctx = QueryContext(phrases=phrases, anomalies=(anomaly,), stage="dpo")
+        hit = retriever.search("my trl dpo training does not learn", k=1, context=ctx)[0]
+        assert hit.article.id == "fixture-dpo-stuck"
+        assert f"from your log: {anomaly}" in hit.evidence
+        assert (f"from your log: trl {version}" in hit.evidence) is shown
+        assert (f"来自你的日志：trl {version}" in hit.evidence_zh) is shown
+
+
 def test_scores_are_ordered(retriever):
     hits = retriever.search("loss nan fp16 pad token dpo", k=3)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
