@@ -83,8 +83,15 @@ class BuildReport:
         }
 
 
+# The modules whose code decides what the index holds (parsing, chunking, BM25 terms): an index
+# built by other code is stale even where FORMAT_VERSION was not bumped by hand.
+_INDEX_CODE = ("articles.py", "chunking.py", "text.py", "bm25.py")
+
+
 def corpus_hash(articles_dir: Path) -> str:
     h = hashlib.sha256(f"format={FORMAT_VERSION}".encode())
+    for name in _INDEX_CODE:
+        h.update((Path(__file__).parent / name).read_bytes())
     for path in article_paths(articles_dir):
         h.update(path.name.encode())
         h.update(b"\0")
@@ -301,7 +308,10 @@ def check_fresh(settings: Settings) -> Manifest:
             f'not {expected_model}; run "kb index"'
         )
     if manifest.corpus_hash != corpus_hash(settings.articles_dir):
-        raise IndexStale('articles changed since the index was built; run "kb index"')
+        raise IndexStale(
+            "the articles or kb's indexing code changed since the index was built; "
+            'run "kb index"'
+        )
     return manifest
 
 

@@ -55,6 +55,18 @@ def test_stale_index_detected_and_rebuilt(tiny_settings):
     assert "fixture-dpo-stuck" not in open_index(tiny_settings).articles
 
 
+def test_index_built_by_other_tokenizer_code_is_stale(tiny_settings, monkeypatch):
+    # A BM25 index holds the terms the tokenizer of its day made: code that tokenizes
+    # differently (simulated by hashing one module fewer) must rebuild, not reuse it.
+    build_index(tiny_settings)
+    import kb.index
+
+    monkeypatch.setattr(kb.index, "_INDEX_CODE", ("articles.py", "chunking.py", "bm25.py"))
+    with pytest.raises(IndexStale, match="kb index"):
+        load_index(tiny_settings)
+    assert not build_index(tiny_settings).unchanged
+
+
 def test_other_embedder_is_stale(tiny_settings):
     build_index(tiny_settings)
     with pytest.raises(IndexStale, match="built with"):
