@@ -14,6 +14,7 @@ from collections import deque
 from assistant.anomalies import AnomalyMonitor
 from assistant.context import extract_context
 from assistant.errorlines import classify
+from assistant.generation_talk import pad_as_eos_never_stops
 from assistant.metrics import (
     RecordShape,
     parse_plain,
@@ -468,6 +469,7 @@ class Analyzer:
             has_error_text=self.has_error_line
             or any(not e.type.endswith(WRAPPER_ERRORS) for e in self.errors),
             version_change=version_change(context_text),
+            pad_eos_endless=pad_as_eos_never_stops(context_text),
         )
 
 

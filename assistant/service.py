@@ -211,6 +211,8 @@ def hinted_modes(signals: LogSignals) -> tuple[str, ...]:
         modes.append("library-version-incompatibility")
     if _preference_lr_too_high(signals):
         modes.append("lr-too-high-divergence")
+    if signals.pad_eos_endless:
+        modes.append("eos-pad-same-token")
     return tuple(modes)
 
 

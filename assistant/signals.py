@@ -60,6 +60,7 @@ class LogSignals:
     precision: str | None = None  # fp16, bf16, fp32, int8, int4
     has_error_text: bool = False
     version_change: bool = False  # the user says a library upgrade/downgrade changed the outcome
+    pad_eos_endless: bool = False  # pad_token set to eos_token, and the trained model never stops
 
     def to_dict(self) -> dict:
         keep = {}
@@ -82,6 +83,7 @@ class LogSignals:
             "precision": self.precision,
             "has_error_text": self.has_error_text,
             "version_change": self.version_change,
+            "pad_eos_endless": self.pad_eos_endless,
         }
 
     def evidence_phrases(self) -> list[str]:
@@ -119,6 +121,8 @@ class LogSignals:
                 out.append(f"{flag} {value}" if value.lower() != "true" else f"{flag} enabled")
         if self.version_change:
             out.append("works on another library version: version incompatibility, pin or upgrade")
+        if self.pad_eos_endless:
+            out.append("pad_token set to eos_token and the trained model never stops generating")
         for pkg in ("transformers", "trl", "torch", "peft", "deepspeed"):
             if pkg in self.versions:
                 out.append(f"{pkg} {self.versions[pkg]}")
