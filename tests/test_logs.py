@@ -409,6 +409,7 @@ def test_to_dict_shape_json_and_downsampling():
         "precision",
         "has_error_text",
         "version_change",
+        "pad_eos_endless",
     ]
     json.dumps(d, allow_nan=False)
     loss = d["metrics"]["loss"]
