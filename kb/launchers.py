@@ -82,6 +82,11 @@ _TITLE_SPELLINGS = {
     "unsloth": r"unsloth",
     "megatron": r"megatron|nemo",
     "nanogpt": r"nano[-_]?gpt",
+    # DeepSpeed-Chat's scripts are named for their steps; its reports quote them more often than
+    # the application's name.
+    "deepspeed-chat": r"deepspeed[-_ ]?chat|deepspeedexamples|e2e_rlhf(?:\.py)?"
+    r"|step[123]_(?:supervised|reward_model|rlhf)_finetuning|enable_hybrid_engine"
+    r"|actor_model_name_or_path",
 }
 _TITLE_NAMED = _compile(_TITLE_SPELLINGS)
 

@@ -68,6 +68,9 @@ UNSLOTH_V100_CASE = "unsloth-t4-v100-bf16-fp16-precision-mismatch"
         ("用 llamafactory-cli train 跑 Megatron 转换后的权重", {"llamafactory", "megatron"}),
         ("nanoGPT 在 V100 上 float16 训练几千步后 loss 变 nan", {"nanogpt"}),
         ("HF Trainer with fp16=True on a V100", set()),
+        ("DeepSpeed-Chat step 3: 'Current loss scale already at minimum'", {"deepspeed-chat"}),
+        ("bash training/step3_rlhf_finetuning/run_1.3b.sh 报错", {"deepspeed-chat"}),
+        ("deepspeed --num_gpus 4 train.py --deepspeed ds_z3.json", set()),
     ],
 )
 def test_tools_are_read_from_titles_and_reports(text, tools):
