@@ -24,11 +24,15 @@ _PAD_IS_EOS = re.compile(
 # sequence length", "生成停不下来", "一直生成", "不会停止".
 _NEVER_STOPS = re.compile(
     r"(?:never|doesn'?t|does\s+not|won'?t|will\s+not|can'?t|cannot|not)\s+(?:\w+\s+){0,2}"
-    r"(?:stop|end|produc\w*\s+(?:an?\s+|the\s+)?eos|generat\w*\s+(?:an?\s+|the\s+)?eos|emit\w*\s+"
-    r"(?:an?\s+|the\s+)?eos)"
+    # "does not stop" about the output, not "the loss does not stop decreasing".
+    r"(?:stop\w*(?!\s+(?:decreas|increas|improv|chang|drop|fall|ris|train|learn))"
+    r"|end(?:s|ing)?\b|produc\w*\s+(?:an?\s+|the\s+)?eos|generat\w*\s+(?:an?\s+|the\s+)?eos"
+    r"|emit\w*\s+(?:an?\s+|the\s+)?eos)"
     r"|(?:keeps?|kept|continuously|endlessly)\s+(?:on\s+)?generat\w*"
-    r"|(?:only\s+)?stop\w*\s+at\s+(?:the\s+)?max\w*"
-    r"|until\s+(?:it\s+(?:hits|reaches)\s+)?(?:the\s+)?max(?:_new_tokens|_length|imum)?"
+    # The generation limit ("max length", "max_new_tokens"), not "max_steps" of training.
+    r"|(?:only\s+)?stop\w*\s+at\s+(?:the\s+)?max(?:imum)?[\s_]*(?:new[\s_]*tokens|length|len\b|seq)"
+    r"|until\s+(?:it\s+(?:hits|reaches)\s+)?(?:the\s+)?max(?:imum)?[\s_]*"
+    r"(?:new[\s_]*tokens|length|len\b|seq|tokens)"
     r"|停不下来|不会停|不停止|无法停止|停止不了|一直生成|不断生成|生成到最大长度|不输出\s*eos|不生成\s*eos",
     re.IGNORECASE,
 )

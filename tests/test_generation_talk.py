@@ -24,6 +24,9 @@ from assistant.service import hinted_modes
         ("tokenizer.pad_token = tokenizer.eos_token; loss is nan at step 3", False),
         ("the fine-tuned model never stops generating", False),
         ("微调后模型一直生成，停不下来", False),
+        # Training words, not generation: max_steps, a loss that does not stop falling.
+        ("tokenizer.pad_token = tokenizer.eos_token; I trained until max_steps=500", False),
+        ("tokenizer.pad_token = tokenizer.eos_token and the loss does not stop decreasing", False),
     ],
 )
 def test_pad_as_eos_with_endless_generation(text, expected):
