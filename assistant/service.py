@@ -194,6 +194,7 @@ def retrieval_input(
         framework=signals.framework,
         hinted_modes=hinted_modes(signals),
         precision=signals.precision,
+        versions=tuple(signals.versions.items()),
     )
 
 

@@ -131,6 +131,8 @@ class QueryContext:
     # mismatch); articles of these modes get a ranked list of their own in the fusion.
     hinted_modes: tuple[str, ...] = ()
     precision: str | None = None  # training precision the log states (fp16, bf16, fp32 ...)
+    # Library versions the log shows, as (package, version) pairs: ("transformers", "4.31.0").
+    versions: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -507,18 +509,14 @@ SECTION_ZH = {
 }
 
 
-# A "transformers 4.31.0" phrase: the versions assistant.signals lists among its phrases.
-_VERSION_PHRASE = re.compile(r"^(transformers|trl|torch|peft|deepspeed) (\d+)\.(\d+)\b")
-
-
-def _names_version_of(phrase: str, article: Article) -> bool:
-    """True unless the phrase is a library version the case never names: the package word alone
+def _names_version(pkg: str, version: str, article: Article) -> bool:
+    """Whether the case names this library at this major.minor version: the package word alone
     matches every case about that library, and "your transformers 4.31.0" shown as evidence for
-    a case about 4.43 reads as if the versions agreed."""
-    m = _VERSION_PHRASE.match(phrase)
+    a case about 4.43 reads as if the versions agreed. A version without major.minor is not
+    judged (True)."""
+    m = re.match(r"v?(\d+)\.(\d+)", version)
     if not m:
         return True
-    pkg, major, minor = m.groups()
     said = "\n".join(
         [
             article.title,
@@ -530,6 +528,7 @@ def _names_version_of(phrase: str, article: Article) -> bool:
             *(f"{name} {v}" for name, v in article.verified_with.items()),
         ]
     ).lower()
+    major, minor = m.groups()
     return pkg in said and re.search(rf"(?<![\d.]){major}\.{minor}(?!\d)", said) is not None
 
 
@@ -545,10 +544,13 @@ def _evidence(c: _Candidate, context: QueryContext, article: Article) -> list[tu
             )
         )
     if c.signal_terms and context.phrases:
+        # The phrases that are the log's library versions ("transformers 4.31.0").
+        versions = {f"{pkg} {v}": (pkg, v) for pkg, v in context.versions}
         related = [
             p
             for p in context.phrases
-            if any(t in tokenize(p) for t in c.signal_terms) and _names_version_of(p, article)
+            if any(t in tokenize(p) for t in c.signal_terms)
+            and (p not in versions or _names_version(*versions[p], article))
         ]
         for phrase in related[:3]:
             out.append((f"from your log: {phrase}", f"来自你的日志：{phrase}"))

@@ -56,7 +56,9 @@ def test_a_library_version_is_evidence_only_for_a_case_that_names_it(retriever):
     anomaly = "DPO loss stuck at 0.6931 (ln 2) from step 1"
     for version, shown in (("0.19.1", True), ("0.11.0", False)):
         phrases = (anomaly, f"trl {version}")
-        ctx = QueryContext(phrases=phrases, anomalies=(anomaly,), stage="dpo")
+        ctx = QueryContext(
+            phrases=phrases, anomalies=(anomaly,), stage="dpo", versions=(("trl", version),)
+        )
         hit = retriever.search("my trl dpo training does not learn", k=1, context=ctx)[0]
         assert hit.article.id == "fixture-dpo-stuck"
         assert f"from your log: {anomaly}" in hit.evidence
